@@ -1,0 +1,206 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Reason is the machine-readable cause of a failed API call.
+type Reason string
+
+// The reasons an API call can fail with. Each maps to exactly one HTTP code
+// (see Reason.Code).
+const (
+	ReasonNotFound        Reason = "NotFound"
+	ReasonAlreadyExists   Reason = "AlreadyExists"
+	ReasonConflict        Reason = "Conflict"
+	ReasonInvalid         Reason = "Invalid"
+	ReasonBadRequest      Reason = "BadRequest"
+	ReasonUnauthorized    Reason = "Unauthorized"
+	ReasonForbidden       Reason = "Forbidden"
+	ReasonGone            Reason = "Gone"
+	ReasonTooManyRequests Reason = "TooManyRequests"
+	ReasonTooLarge        Reason = "RequestEntityTooLarge"
+	ReasonMethodNotAllowed Reason = "MethodNotAllowed"
+	ReasonUnsupportedMedia Reason = "UnsupportedMediaType"
+	ReasonInternalError   Reason = "InternalError"
+	ReasonUnavailable     Reason = "ServiceUnavailable"
+	ReasonTimeout         Reason = "Timeout"
+)
+
+// Code returns the HTTP status code of a reason. It is the one place where
+// reasons become HTTP codes.
+func (r Reason) Code() int {
+	switch r {
+	case ReasonNotFound:
+		return http.StatusNotFound
+	case ReasonAlreadyExists, ReasonConflict:
+		return http.StatusConflict
+	case ReasonInvalid:
+		return http.StatusUnprocessableEntity
+	case ReasonBadRequest:
+		return http.StatusBadRequest
+	case ReasonUnauthorized:
+		return http.StatusUnauthorized
+	case ReasonForbidden:
+		return http.StatusForbidden
+	case ReasonGone:
+		return http.StatusGone
+	case ReasonTooManyRequests:
+		return http.StatusTooManyRequests
+	case ReasonTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case ReasonMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case ReasonUnsupportedMedia:
+		return http.StatusUnsupportedMediaType
+	case ReasonUnavailable:
+		return http.StatusServiceUnavailable
+	case ReasonTimeout:
+		return http.StatusGatewayTimeout
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// Status is the body of every failed API call, and the error type every
+// layer of cairn returns for API failures. The HTTP client decodes it back,
+// so errors.Is(err, api.ErrNotFound) works the same over HTTP and in-process.
+type Status struct {
+	TypeMeta
+	Code    int            `json:"code"`
+	Reason  Reason         `json:"reason"`
+	Message string         `json:"message"`
+	Details *StatusDetails `json:"details,omitempty"`
+}
+
+// StatusDetails names the object concerned and, for Invalid, each field error.
+type StatusDetails struct {
+	Kind   string        `json:"kind,omitempty"`
+	Name   string        `json:"name,omitempty"`
+	Causes []StatusCause `json:"causes,omitempty"`
+	// RetryAfterSeconds is set with TooManyRequests and ServiceUnavailable.
+	RetryAfterSeconds int `json:"retryAfterSeconds,omitempty"`
+}
+
+// StatusCause is one field error: the field path, the kind of problem and
+// a message that says what to fix.
+type StatusCause struct {
+	Field   string `json:"field"`
+	Type    string `json:"reason"`
+	Message string `json:"message"`
+}
+
+func (s *Status) Error() string { return s.Message }
+
+// Is makes errors.Is match any *Status with the same reason, so the
+// sentinels below can be used for checks.
+func (s *Status) Is(target error) bool {
+	t, ok := target.(*Status)
+	return ok && t.Reason == s.Reason && t.Message == ""
+}
+
+// Sentinels for errors.Is. They carry only a reason.
+var (
+	ErrNotFound        = &Status{Reason: ReasonNotFound}
+	ErrAlreadyExists   = &Status{Reason: ReasonAlreadyExists}
+	ErrConflict        = &Status{Reason: ReasonConflict}
+	ErrInvalid         = &Status{Reason: ReasonInvalid}
+	ErrBadRequest      = &Status{Reason: ReasonBadRequest}
+	ErrUnauthorized    = &Status{Reason: ReasonUnauthorized}
+	ErrForbidden       = &Status{Reason: ReasonForbidden}
+	ErrGone            = &Status{Reason: ReasonGone}
+	ErrTooManyRequests = &Status{Reason: ReasonTooManyRequests}
+	ErrInternal        = &Status{Reason: ReasonInternalError}
+)
+
+// ReasonOf returns the reason of an API error, ReasonInternalError for any
+// other non-nil error, and "" for nil.
+func ReasonOf(err error) Reason {
+	if err == nil {
+		return ""
+	}
+	var s *Status
+	if errors.As(err, &s) {
+		return s.Reason
+	}
+	return ReasonInternalError
+}
+
+// AsStatus converts any error into the Status sent to clients. Errors that
+// are not API errors become a generic InternalError whose message does not
+// leak internals.
+func AsStatus(err error) *Status {
+	var s *Status
+	if errors.As(err, &s) {
+		c := *s
+		c.APIVersion, c.Kind = "v1", "Status"
+		if c.Code == 0 {
+			c.Code = c.Reason.Code()
+		}
+		return &c
+	}
+	return &Status{TypeMeta: TypeMeta{APIVersion: "v1", Kind: "Status"}, Code: 500,
+		Reason: ReasonInternalError, Message: "internal error"}
+}
+
+// NewStatus builds an API error with a formatted message.
+func NewStatus(reason Reason, format string, args ...any) *Status {
+	return &Status{Code: reason.Code(), Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+func withDetails(s *Status, kind, name string) *Status {
+	s.Details = &StatusDetails{Kind: kind, Name: name}
+	return s
+}
+
+// NewNotFound reports that kind/name does not exist.
+func NewNotFound(kind, name string) *Status {
+	return withDetails(NewStatus(ReasonNotFound, "%s %q not found", kind, name), kind, name)
+}
+
+// NewAlreadyExists reports a create of a name that is taken.
+func NewAlreadyExists(kind, name string) *Status {
+	return withDetails(NewStatus(ReasonAlreadyExists, "%s %q already exists", kind, name), kind, name)
+}
+
+// NewConflict reports a write that lost a race or failed a precondition.
+func NewConflict(kind, name, why string) *Status {
+	return withDetails(NewStatus(ReasonConflict,
+		"operation on %s %q failed: %s", kind, name, why), kind, name)
+}
+
+// NewBadRequest reports a request that cannot be understood.
+func NewBadRequest(format string, args ...any) *Status {
+	return NewStatus(ReasonBadRequest, format, args...)
+}
+
+// NewForbidden reports an operation that is not allowed.
+func NewForbidden(kind, name, why string) *Status {
+	return withDetails(NewStatus(ReasonForbidden, "%s %q is forbidden: %s", kind, name, why), kind, name)
+}
+
+// NewGone reports a resource version that is no longer available.
+func NewGone(format string, args ...any) *Status { return NewStatus(ReasonGone, format, args...) }
+
+// NewInternal wraps an unexpected failure; the message is kept generic.
+func NewInternal(err error) *Status {
+	return NewStatus(ReasonInternalError, "internal error: %v", err)
+}
+
+// NewInvalid reports field errors on kind/name (HTTP 422).
+func NewInvalid(kind, name string, errs field.ErrorList) *Status {
+	causes := make([]StatusCause, 0, len(errs))
+	msgs := make([]string, 0, len(errs))
+	for _, e := range errs {
+		causes = append(causes, StatusCause{Field: e.Field, Type: string(e.Type), Message: e.ErrorBody()})
+		msgs = append(msgs, e.Error())
+	}
+	s := NewStatus(ReasonInvalid, "%s %q is invalid: %s", kind, name, strings.Join(msgs, "; "))
+	s.Details = &StatusDetails{Kind: kind, Name: name, Causes: causes}
+	return s
+}

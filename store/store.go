@@ -1,0 +1,191 @@
+// Package store is cairn's persistence: keys and values in etcd, reached
+// through the official clientv3 whether etcd is embedded or external. Every
+// write is a transaction guarded by compare-and-swap on mod revisions; reads
+// and watches can be pinned to a revision.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Errors returned by the store. They are declared once here; the registry
+// maps them to API errors.
+var (
+	// ErrNotFound: the key does not exist (at the requested revision).
+	ErrNotFound = errors.New("store: key not found")
+	// ErrPrecondition: a transaction's condition did not hold (a key
+	// expected absent exists, or a key changed since it was read).
+	ErrPrecondition = errors.New("store: precondition failed")
+	// ErrCompacted: the requested revision has been compacted away.
+	ErrCompacted = errors.New("store: revision compacted")
+	// ErrFutureRevision: the requested revision is newer than the store's.
+	ErrFutureRevision = errors.New("store: revision not yet reached")
+)
+
+// KV is a stored key with its value and revisions.
+type KV struct {
+	Key            string
+	Value          []byte
+	ModRevision    int64
+	CreateRevision int64
+}
+
+// Store reads and writes keys in etcd. It is safe for concurrent use.
+type Store struct {
+	cli *clientv3.Client
+}
+
+// New wraps an etcd client. The caller keeps ownership of the client.
+func New(cli *clientv3.Client) *Store { return &Store{cli: cli} }
+
+// Client returns the etcd client, for leases and elections.
+func (s *Store) Client() *clientv3.Client { return s.cli }
+
+// Get reads one key at the latest revision (a linearizable read). It returns
+// ErrNotFound when the key does not exist.
+func (s *Store) Get(ctx context.Context, key string) (*KV, error) {
+	resp, err := s.cli.Get(ctx, key)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, ErrNotFound
+	}
+	return toKV(resp.Kvs[0]), nil
+}
+
+// ListOptions bounds a List.
+type ListOptions struct {
+	// Revision pins the read; 0 reads the latest revision.
+	Revision int64
+	// From is the first key to return (inclusive); "" starts at the prefix.
+	From string
+	// Limit caps the keys returned; 0 means all.
+	Limit int64
+}
+
+// ListResult is one page of a List.
+type ListResult struct {
+	KVs []*KV
+	// Revision is the store revision the page was read at.
+	Revision int64
+	// More reports that keys remain after the last one returned.
+	More bool
+}
+
+// List reads the keys under prefix in key order. It returns ErrCompacted
+// when opts.Revision has been compacted and ErrFutureRevision when it is
+// ahead of the store.
+func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (*ListResult, error) {
+	from := prefix
+	if opts.From != "" {
+		from = opts.From
+	}
+	ops := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix))}
+	if opts.Revision > 0 {
+		ops = append(ops, clientv3.WithRev(opts.Revision))
+	}
+	if opts.Limit > 0 {
+		ops = append(ops, clientv3.WithLimit(opts.Limit))
+	}
+	resp, err := s.cli.Get(ctx, from, ops...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	res := &ListResult{Revision: resp.Header.Revision, More: resp.More, KVs: make([]*KV, len(resp.Kvs))}
+	if opts.Revision > 0 {
+		res.Revision = opts.Revision
+	}
+	for i, kv := range resp.Kvs {
+		res.KVs[i] = toKV(kv)
+	}
+	return res, nil
+}
+
+// Revision returns the store's current revision.
+func (s *Store) Revision(ctx context.Context) (int64, error) {
+	resp, err := s.cli.Get(ctx, "\x00", clientv3.WithCountOnly())
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	return resp.Header.Revision, nil
+}
+
+// Cond is a condition a transaction checks before writing.
+type Cond struct{ cmp clientv3.Cmp }
+
+// Absent holds when key does not exist.
+func Absent(key string) Cond {
+	return Cond{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}
+}
+
+// Unchanged holds when key exists with exactly mod revision rev.
+func Unchanged(key string, rev int64) Cond {
+	return Cond{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}
+}
+
+// Op is a write inside a transaction.
+type Op struct{ op clientv3.Op }
+
+// Put writes value at key.
+func Put(key string, value []byte) Op { return Op{clientv3.OpPut(key, string(value))} }
+
+// Del removes key.
+func Del(key string) Op { return Op{clientv3.OpDelete(key)} }
+
+// Txn applies ops atomically if every condition holds, and returns the
+// revision of the write. It returns ErrPrecondition, and writes nothing,
+// when a condition fails.
+func (s *Store) Txn(ctx context.Context, conds []Cond, ops ...Op) (int64, error) {
+	cmps := make([]clientv3.Cmp, len(conds))
+	for i, c := range conds {
+		cmps[i] = c.cmp
+	}
+	eops := make([]clientv3.Op, len(ops))
+	for i, o := range ops {
+		eops[i] = o.op
+	}
+	resp, err := s.cli.Txn(ctx).If(cmps...).Then(eops...).Commit()
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	if !resp.Succeeded {
+		return 0, ErrPrecondition
+	}
+	return resp.Header.Revision, nil
+}
+
+// Compact discards history before rev. Compacting to a revision already
+// compacted is not an error.
+func (s *Store) Compact(ctx context.Context, rev int64) error {
+	_, err := s.cli.Compact(ctx, rev)
+	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		return mapErr(err)
+	}
+	return nil
+}
+
+func toKV(kv interface {
+	GetKey() []byte
+	GetValue() []byte
+	GetModRevision() int64
+	GetCreateRevision() int64
+}) *KV {
+	return &KV{Key: string(kv.GetKey()), Value: kv.GetValue(),
+		ModRevision: kv.GetModRevision(), CreateRevision: kv.GetCreateRevision()}
+}
+
+func mapErr(err error) error {
+	switch {
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return fmt.Errorf("%w: %v", ErrCompacted, err)
+	case errors.Is(err, rpctypes.ErrFutureRev):
+		return fmt.Errorf("%w: %v", ErrFutureRevision, err)
+	}
+	return fmt.Errorf("store: %w", err)
+}

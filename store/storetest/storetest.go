@@ -1,0 +1,29 @@
+// Package storetest starts a real embedded etcd for tests.
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	"cairn.dev/cairn/store"
+)
+
+// Start runs an embedded etcd under t.TempDir() on a free loopback port and
+// returns a store on it and its client endpoint. Both stop at test cleanup.
+func Start(t testing.TB) (*store.Store, string) {
+	t.Helper()
+	e, err := store.StartEmbedded(t.TempDir(), store.EmbeddedOptions{})
+	if err != nil {
+		t.Fatalf("start etcd: %v", err)
+	}
+	cli, err := store.Dial(context.Background(), []string{e.Endpoint})
+	if err != nil {
+		e.Close()
+		t.Fatalf("dial etcd: %v", err)
+	}
+	t.Cleanup(func() {
+		cli.Close()
+		e.Close()
+	})
+	return store.New(cli), e.Endpoint
+}
