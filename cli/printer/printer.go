@@ -1,0 +1,435 @@
+// Package printer prints cairn objects for `cairn get`: tables built from a
+// kind's discovery printer columns (NAME first, NAMESPACE before it across
+// namespaces, AGE like kubectl), `-o wide`, `-o name`, `-o yaml` and
+// `-o json`. Secret values never appear in tables or in listings; only the
+// YAML or JSON of a single object fetched by name carries them.
+package printer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/yaml"
+
+	"cairn.dev/cairn/api"
+)
+
+// Format is an output format, the value of `-o`.
+type Format string
+
+// The output formats.
+const (
+	Table Format = ""
+	Wide  Format = "wide"
+	YAML  Format = "yaml"
+	JSON  Format = "json"
+	Name  Format = "name"
+)
+
+// Formats lists the accepted values of `-o`.
+func Formats() []string { return []string{"wide", "yaml", "json", "name"} }
+
+// ParseFormat checks the value of `-o`; "" is a table. An unknown format is
+// an error listing the accepted ones.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(strings.ToLower(s)); f {
+	case Table, Wide, YAML, JSON, Name:
+		return f, nil
+	}
+	return "", fmt.Errorf("unknown output format %q: use one of %s", s, strings.Join(Formats(), ", "))
+}
+
+// Options shape a Printer.
+type Options struct {
+	Format Format
+	// AllNamespaces adds a NAMESPACE column first (namespaced kinds only).
+	AllNamespaces bool
+	// ShowLabels adds a LABELS column last.
+	ShowLabels bool
+	// NoHeaders leaves out the header line.
+	NoHeaders bool
+	// Now is the time ages are measured to; default time.Now.
+	Now func() time.Time
+}
+
+// Printer prints objects of one kind to a writer. It remembers the column
+// widths of the table it printed, so rows printed later (by a watch) line
+// up. It is not safe for concurrent use.
+type Printer struct {
+	w       io.Writer
+	kind    api.KindInfo
+	opts    Options
+	cols    []column
+	widths  []int
+	started bool // header or first document printed
+}
+
+// column is one table column.
+type column struct {
+	header string
+	value  func(obj map[string]any, o *api.Object) string
+}
+
+// New returns a printer of objects of kind to w.
+func New(w io.Writer, kind api.KindInfo, opts Options) *Printer {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	p := &Printer{w: w, kind: kind, opts: opts}
+	p.cols = p.columns()
+	return p
+}
+
+// columns builds the table layout from the kind's printer columns.
+func (p *Printer) columns() []column {
+	var cols []column
+	if p.opts.AllNamespaces && p.kind.Namespaced {
+		cols = append(cols, column{"NAMESPACE", func(_ map[string]any, o *api.Object) string { return o.Namespace }})
+	}
+	cols = append(cols, column{"NAME", func(_ map[string]any, o *api.Object) string { return o.Name }})
+	hasAge := false
+	for _, c := range p.kind.Columns {
+		if c.Wide && p.opts.Format != Wide {
+			continue
+		}
+		header := strings.ToUpper(c.Name)
+		hasAge = hasAge || header == "AGE"
+		cols = append(cols, column{header, func(m map[string]any, _ *api.Object) string {
+			return p.cell(m, c)
+		}})
+	}
+	if !hasAge {
+		cols = append(cols, column{"AGE", func(_ map[string]any, o *api.Object) string {
+			return Age(o.CreationTimestamp, p.opts.Now())
+		}})
+	}
+	if p.opts.ShowLabels {
+		cols = append(cols, column{"LABELS", func(_ map[string]any, o *api.Object) string {
+			return FormatLabels(o.Labels)
+		}})
+	}
+	return cols
+}
+
+// cell renders one printer column of an object.
+func (p *Printer) cell(m map[string]any, c api.Column) string {
+	path := strings.Split(strings.TrimPrefix(c.Path, "."), ".")
+	if slices.Contains(SensitiveFields(p.kind.Kind), path[0]) && c.Format != "count" {
+		return "<hidden>"
+	}
+	var v any = m
+	for _, part := range path {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			v = nil
+			break
+		}
+		v = mm[part]
+	}
+	switch c.Format {
+	case "age":
+		s, ok := v.(string)
+		if !ok {
+			return "<none>"
+		}
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return s
+		}
+		return Age(t, p.opts.Now())
+	case "count":
+		switch x := v.(type) {
+		case []any:
+			return fmt.Sprint(len(x))
+		case map[string]any:
+			return fmt.Sprint(len(x))
+		case nil:
+			return "0"
+		}
+	}
+	return formatValue(v)
+}
+
+// formatValue renders a JSON value for a table cell.
+func formatValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "<none>"
+	case string:
+		return x
+	case float64:
+		if x == float64(int64(x)) {
+			return fmt.Sprint(int64(x))
+		}
+		return fmt.Sprint(x)
+	case bool:
+		return fmt.Sprint(x)
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return "<invalid>"
+		}
+		return string(b)
+	}
+}
+
+// Age renders the time since t the way kubectl does ("5s", "3m20s", "2h",
+// "4d"); a zero t is "<unknown>".
+func Age(t, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t))
+}
+
+// FormatLabels renders labels as "k=v,k2=v2" in key order, or "<none>".
+func FormatLabels(l map[string]string) string {
+	if len(l) == 0 {
+		return "<none>"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// SensitiveFields names the top-level fields of a kind whose values must
+// not be shown outside a single object's YAML or JSON.
+func SensitiveFields(kind string) []string {
+	if kind == "Secret" {
+		return []string{"data", "stringData"}
+	}
+	return nil
+}
+
+// Redact returns a copy of obj whose sensitive values are replaced by their
+// size ("<redacted: 12 bytes>"); obj itself is not changed. Objects of other
+// kinds come back as they are.
+func Redact(obj *api.Object) *api.Object {
+	fields := SensitiveFields(obj.Kind)
+	if len(fields) == 0 {
+		return obj
+	}
+	c := obj.DeepCopy()
+	for _, f := range fields {
+		sizes := ValueSizes(obj, f)
+		if sizes == nil {
+			continue
+		}
+		red := make(map[string]string, len(sizes))
+		for k, n := range sizes {
+			red[k] = fmt.Sprintf("<redacted: %d bytes>", n)
+		}
+		raw, _ := marshal(red)
+		c.SetField(f, raw)
+	}
+	return c
+}
+
+// ValueSizes returns the byte size of each value of the map field of obj,
+// decoding base64 for "data"; nil when the field is absent or not a map of
+// strings.
+func ValueSizes(obj *api.Object, field string) map[string]int {
+	raw := obj.Field(field)
+	if raw == nil {
+		return nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil
+	}
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		n := len(v)
+		if field == "data" {
+			var b []byte
+			if err := json.Unmarshal(fmt.Appendf(nil, "%q", v), &b); err == nil {
+				n = len(b)
+			}
+		}
+		out[k] = n
+	}
+	return out
+}
+
+// ObjectName is how `-o name` and command messages name an object:
+// "secret/db".
+func ObjectName(kind, name string) string { return strings.ToLower(kind) + "/" + name }
+
+// PrintObject prints one object that was asked for by name. Its YAML or
+// JSON is complete, Secret values included; a table shows one row. It
+// returns write and encoding errors.
+func (p *Printer) PrintObject(obj *api.Object) error {
+	switch p.opts.Format {
+	case YAML, JSON:
+		return p.document(obj)
+	}
+	return p.PrintList([]*api.Object{obj})
+}
+
+// PrintList prints several objects: a table with a header (nothing at all
+// for no objects), names, or one YAML/JSON List whose sensitive values are
+// redacted. It returns write and encoding errors.
+func (p *Printer) PrintList(objs []*api.Object) error {
+	switch p.opts.Format {
+	case YAML, JSON:
+		items := make([]*api.Object, 0, len(objs))
+		for _, o := range objs {
+			items = append(items, Redact(o))
+		}
+		return p.document(struct {
+			APIVersion string        `json:"apiVersion"`
+			Kind       string        `json:"kind"`
+			Items      []*api.Object `json:"items"`
+		}{api.APIVersion, "List", items})
+	case Name:
+		for _, o := range objs {
+			if err := p.PrintRow(o); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(objs) == 0 {
+		return nil
+	}
+	rows := make([][]string, 0, len(objs)+1)
+	if !p.opts.NoHeaders {
+		rows = append(rows, p.header())
+	}
+	for _, o := range objs {
+		rows = append(rows, p.row(o))
+	}
+	p.widths = p.widthsOf(rows)
+	p.started = true
+	return p.write(rows)
+}
+
+// PrintRow prints one more object as it changes (for a watch): a table row
+// aligned with the table printed before (a header first if none was), a
+// name, or a YAML/JSON document with sensitive values redacted. It returns
+// write and encoding errors.
+func (p *Printer) PrintRow(obj *api.Object) error {
+	switch p.opts.Format {
+	case YAML, JSON:
+		return p.document(Redact(obj))
+	case Name:
+		_, err := fmt.Fprintln(p.w, ObjectName(obj.Kind, obj.Name))
+		return err
+	}
+	rows := [][]string{p.row(obj)}
+	if !p.started && !p.opts.NoHeaders {
+		rows = append([][]string{p.header()}, rows...)
+	}
+	p.started = true
+	p.widths = p.widthsOf(rows)
+	return p.write(rows)
+}
+
+func (p *Printer) header() []string {
+	h := make([]string, len(p.cols))
+	for i, c := range p.cols {
+		h[i] = c.header
+	}
+	return h
+}
+
+func (p *Printer) row(o *api.Object) []string {
+	var m map[string]any
+	if raw, err := json.Marshal(o); err == nil {
+		_ = json.Unmarshal(raw, &m)
+	}
+	r := make([]string, len(p.cols))
+	for i, c := range p.cols {
+		r[i] = sanitize(c.value(m, o))
+	}
+	return r
+}
+
+// sanitize keeps a cell on one line.
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == '\t' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// widthsOf grows the remembered column widths to fit rows.
+func (p *Printer) widthsOf(rows [][]string) []int {
+	w := slices.Clone(p.widths)
+	if len(w) < len(p.cols) {
+		w = make([]int, len(p.cols))
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			w[i] = max(w[i], len([]rune(c)))
+		}
+	}
+	return w
+}
+
+// write prints rows padded to the column widths, three spaces apart.
+func (p *Printer) write(rows [][]string) error {
+	var b strings.Builder
+	for _, r := range rows {
+		for i, c := range r {
+			if i == len(r)-1 {
+				b.WriteString(c)
+				break
+			}
+			b.WriteString(c)
+			b.WriteString(strings.Repeat(" ", p.widths[i]-len([]rune(c))+3))
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(p.w, b.String())
+	return err
+}
+
+// document prints v as YAML (documents after the first preceded by "---")
+// or indented JSON.
+func (p *Printer) document(v any) error {
+	raw, err := marshal(v)
+	if err != nil {
+		return fmt.Errorf("printer: encode: %w", err)
+	}
+	var out []byte
+	if p.opts.Format == YAML {
+		if out, err = yaml.JSONToYAML(raw); err != nil {
+			return fmt.Errorf("printer: encode YAML: %w", err)
+		}
+		if p.started {
+			out = append([]byte("---\n"), out...)
+		}
+	} else {
+		var b bytes.Buffer
+		if err := json.Indent(&b, raw, "", "    "); err != nil {
+			return fmt.Errorf("printer: encode: %w", err)
+		}
+		out = append(b.Bytes(), '\n')
+	}
+	p.started = true
+	_, err = p.w.Write(out)
+	return err
+}
+
+// marshal encodes v as JSON without escaping <, > and &.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}

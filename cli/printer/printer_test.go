@@ -1,0 +1,237 @@
+package printer
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"cairn.dev/cairn/api"
+)
+
+var now = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func obj(t *testing.T, js string) *api.Object {
+	t.Helper()
+	var o api.Object
+	if err := json.Unmarshal([]byte(js), &o); err != nil {
+		t.Fatal(err)
+	}
+	return &o
+}
+
+var installation = api.KindInfo{
+	Kind: "Installation", Plural: "installations", Namespaced: true,
+	Columns: []api.Column{
+		{Name: "Phase", Path: ".status.phase"},
+		{Name: "Imports", Path: ".spec.imports", Format: "count"},
+		{Name: "Execution", Path: ".status.executionRef", Wide: true},
+		{Name: "Updated", Path: ".status.lastError.time", Format: "age"},
+	},
+}
+
+var secret = api.KindInfo{
+	Kind: "Secret", Plural: "secrets", Namespaced: true,
+	Columns: []api.Column{
+		{Name: "Type", Path: ".type"},
+		{Name: "Data", Path: ".data", Format: "count"},
+		{Name: "Leak", Path: ".data.password"},
+	},
+}
+
+func TestPrintList_Tables(t *testing.T) {
+	a := `{"kind":"Installation","metadata":{"name":"a","namespace":"default","creationTimestamp":"2026-11-22T09:59:55Z","labels":{"app":"x","env":"dev"}},
+		"spec":{"imports":[1,2]},"status":{"phase":"Succeeded","executionRef":"a-exec","lastError":{"time":"2026-11-20T10:00:00Z"}}}`
+	b := `{"kind":"Installation","metadata":{"name":"preview-42","namespace":"team","creationTimestamp":"2026-11-22T07:00:00Z"}}`
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{
+			name: "default columns, AGE appended",
+			want: "NAME         PHASE       IMPORTS   UPDATED   AGE\n" +
+				"a            Succeeded   2         2d        5s\n" +
+				"preview-42   <none>      0         <none>    3h\n",
+		},
+		{
+			name: "wide adds wide columns",
+			opts: Options{Format: Wide},
+			want: "NAME         PHASE       IMPORTS   EXECUTION   UPDATED   AGE\n" +
+				"a            Succeeded   2         a-exec      2d        5s\n" +
+				"preview-42   <none>      0         <none>      <none>    3h\n",
+		},
+		{
+			name: "all namespaces puts NAMESPACE first, labels last",
+			opts: Options{AllNamespaces: true, ShowLabels: true},
+			want: "NAMESPACE   NAME         PHASE       IMPORTS   UPDATED   AGE   LABELS\n" +
+				"default     a            Succeeded   2         2d        5s    app=x,env=dev\n" +
+				"team        preview-42   <none>      0         <none>    3h    <none>\n",
+		},
+		{
+			name: "no headers",
+			opts: Options{NoHeaders: true},
+			want: "a            Succeeded   2   2d       5s\n" +
+				"preview-42   <none>      0   <none>   3h\n",
+		},
+		{
+			name: "names",
+			opts: Options{Format: Name},
+			want: "installation/a\ninstallation/preview-42\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			tt.opts.Now = func() time.Time { return now }
+			p := New(&out, installation, tt.opts)
+			if err := p.PrintList([]*api.Object{obj(t, a), obj(t, b)}); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", out.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestPrintList_ClusterScopedKindHasNoNamespaceColumn(t *testing.T) {
+	var out bytes.Buffer
+	p := New(&out, api.KindInfo{Kind: "Namespace", Columns: []api.Column{{Name: "Status", Path: ".status.phase"}}},
+		Options{AllNamespaces: true, Now: func() time.Time { return now }})
+	ns := obj(t, `{"kind":"Namespace","metadata":{"name":"default","creationTimestamp":"2026-11-18T10:00:00Z"},"status":{"phase":"Active"}}`)
+	if err := p.PrintList([]*api.Object{ns}); err != nil {
+		t.Fatal(err)
+	}
+	want := "NAME      STATUS   AGE\ndefault   Active   4d\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+func TestPrintRow_AlignsWithTableAndStartsWithHeader(t *testing.T) {
+	var out bytes.Buffer
+	p := New(&out, installation, Options{Now: func() time.Time { return now }})
+	x := obj(t, `{"kind":"Installation","metadata":{"name":"x","creationTimestamp":"2026-11-22T09:59:00Z"},"status":{"phase":"Init"}}`)
+	if err := p.PrintRow(x); err != nil {
+		t.Fatal(err)
+	}
+	x.Fields["status"] = json.RawMessage(`{"phase":"Progressing"}`)
+	if err := p.PrintRow(x); err != nil {
+		t.Fatal(err)
+	}
+	want := "NAME   PHASE   IMPORTS   UPDATED   AGE\n" +
+		"x      Init    0         <none>    60s\n" +
+		"x      Progressing   0         <none>    60s\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+func TestSecret_ValuesNeverInTablesOrListings(t *testing.T) {
+	s := `{"kind":"Secret","metadata":{"name":"db","namespace":"default","creationTimestamp":"2026-11-22T09:00:00Z"},
+		"type":"Opaque","data":{"password":"aHVudGVyMg==","user":"YWRtaW4="}}`
+	const value, encoded = "hunter2", "aHVudGVyMg=="
+	for _, f := range []Format{Table, Wide, Name, YAML, JSON} {
+		t.Run("list "+string(f), func(t *testing.T) {
+			var out bytes.Buffer
+			p := New(&out, secret, Options{Format: f, Now: func() time.Time { return now }})
+			if err := p.PrintList([]*api.Object{obj(t, s)}); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out.String(), value) || strings.Contains(out.String(), encoded) {
+				t.Errorf("secret value printed:\n%s", out.String())
+			}
+			if (f == YAML || f == JSON) && !strings.Contains(out.String(), "<redacted: 7 bytes>") {
+				t.Errorf("redacted size missing:\n%s", out.String())
+			}
+			if f == Table && !strings.Contains(out.String(), "db     Opaque   2      <hidden>   60m") {
+				t.Errorf("table:\n%s", out.String())
+			}
+		})
+		t.Run("watch "+string(f), func(t *testing.T) {
+			var out bytes.Buffer
+			p := New(&out, secret, Options{Format: f, Now: func() time.Time { return now }})
+			if err := p.PrintRow(obj(t, s)); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out.String(), value) || strings.Contains(out.String(), encoded) {
+				t.Errorf("secret value printed:\n%s", out.String())
+			}
+		})
+	}
+	t.Run("single object YAML keeps values", func(t *testing.T) {
+		var out bytes.Buffer
+		o := obj(t, s)
+		if err := New(&out, secret, Options{Format: YAML}).PrintObject(o); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "password: "+encoded) {
+			t.Errorf("single get -o yaml lost the value:\n%s", out.String())
+		}
+		if !strings.Contains(string(o.Fields["data"]), encoded) {
+			t.Errorf("object was modified")
+		}
+	})
+}
+
+func TestPrintObject_JSONKeepsEnvelopeOrder(t *testing.T) {
+	var out bytes.Buffer
+	o := obj(t, `{"apiVersion":"cairn.dev/v1alpha1","kind":"Installation","metadata":{"name":"a"},"spec":{"x":1}}`)
+	if err := New(&out, installation, Options{Format: JSON}).PrintObject(o); err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n    \"apiVersion\": \"cairn.dev/v1alpha1\",\n    \"kind\": \"Installation\",\n    \"metadata\": {\n        \"name\": \"a\"\n    },\n    \"spec\": {\n        \"x\": 1\n    }\n}\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+func TestPrintRow_YAMLDocumentsSeparated(t *testing.T) {
+	var out bytes.Buffer
+	p := New(&out, installation, Options{Format: YAML})
+	for _, n := range []string{"a", "b"} {
+		if err := p.PrintRow(obj(t, `{"kind":"Installation","metadata":{"name":"`+n+`"}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "kind: Installation\nmetadata:\n  name: a\n---\nkind: Installation\nmetadata:\n  name: b\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+func TestAge_LikeKubectl(t *testing.T) {
+	tests := []struct {
+		ago  time.Duration
+		want string
+	}{
+		{5 * time.Second, "5s"},
+		{3 * time.Minute, "3m"},
+		{3*time.Minute + 20*time.Second, "3m20s"},
+		{2 * time.Hour, "120m"},
+		{3 * time.Hour, "3h"},
+		{4 * 24 * time.Hour, "4d"},
+		{400 * 24 * time.Hour, "400d"},
+	}
+	for _, tt := range tests {
+		if got := Age(now.Add(-tt.ago), now); got != tt.want {
+			t.Errorf("Age(%v ago) = %q, want %q", tt.ago, got, tt.want)
+		}
+	}
+	if got := Age(time.Time{}, now); got != "<unknown>" {
+		t.Errorf("Age(zero) = %q", got)
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	for in, want := range map[string]Format{"": Table, "wide": Wide, "YAML": YAML, "json": JSON, "name": Name} {
+		if got, err := ParseFormat(in); err != nil || got != want {
+			t.Errorf("ParseFormat(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := ParseFormat("xml"); err == nil || !strings.Contains(err.Error(), "yaml") {
+		t.Errorf("ParseFormat(xml) = %v, want an error listing the formats", err)
+	}
+}
