@@ -1,0 +1,97 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/store"
+)
+
+// stored is an object as read from the store, with its mod revision.
+type stored struct {
+	obj *api.Object
+	rev int64
+}
+
+// encode serializes obj for the store: resourceVersion is not stored (it is
+// the key's mod revision) and encrypted kinds are sealed.
+func (r *Registry) encode(k *Kind, obj *api.Object) ([]byte, error) {
+	c := *obj
+	c.ResourceVersion = ""
+	raw, err := json.Marshal(&c)
+	if err != nil {
+		return nil, fmt.Errorf("registry: encode %s: %w", k.Kind, err)
+	}
+	if k.Encrypted {
+		return r.enc.encrypt(raw)
+	}
+	return raw, nil
+}
+
+// decode reads a stored value and sets resourceVersion from its revision.
+func (r *Registry) decode(k *Kind, kv *store.KV) (*api.Object, error) {
+	raw := kv.Value
+	if k.Encrypted {
+		var err error
+		if raw, err = r.enc.decrypt(raw); err != nil {
+			return nil, fmt.Errorf("%w (key %s)", err, kv.Key)
+		}
+	}
+	obj := &api.Object{}
+	if err := json.Unmarshal(raw, obj); err != nil {
+		return nil, fmt.Errorf("registry: stored object %s does not decode: %w", kv.Key, err)
+	}
+	obj.ResourceVersion = strconv.FormatInt(kv.ModRevision, 10)
+	return obj, nil
+}
+
+// read fetches one object; NotFound when absent.
+func (r *Registry) read(ctx context.Context, k *Kind, ns, name string) (*stored, error) {
+	kv, err := r.store.Get(ctx, r.key(k, ns, name))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, api.NewNotFound(k.Kind, name)
+	}
+	if err != nil {
+		return nil, api.NewInternal(err)
+	}
+	obj, err := r.decode(k, kv)
+	if err != nil {
+		return nil, api.NewInternal(err)
+	}
+	return &stored{obj: obj, rev: kv.ModRevision}, nil
+}
+
+// desired returns the canonical JSON of an object's desired state:
+// everything but metadata and status. Generation grows when it changes.
+func desired(o *api.Object) []byte {
+	m := maps.Clone(o.Fields)
+	delete(m, api.FieldStatus)
+	raw, _ := json.Marshal(m) // a map of RawMessage always marshals
+	return raw
+}
+
+// sameStored reports whether two objects would be stored identically.
+func sameStored(a, b *api.Object) bool {
+	ca, cb := *a, *b
+	ca.ResourceVersion, cb.ResourceVersion = "", ""
+	ra, err1 := json.Marshal(&ca)
+	rb, err2 := json.Marshal(&cb)
+	return err1 == nil && err2 == nil && bytes.Equal(ra, rb)
+}
+
+func parseRV(rv string) (int64, error) {
+	if rv == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return 0, api.NewBadRequest("resourceVersion %q is not valid: it must be a resourceVersion returned by the server", rv)
+	}
+	return n, nil
+}

@@ -1,0 +1,200 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"cairn.dev/cairn/api"
+)
+
+// Kind is everything the registry knows about one kind: how it is addressed,
+// how objects are decoded, defaulted and validated, how they print, and the
+// extra endpoints it serves. It is the single registration point of a kind;
+// build one with Define.
+type Kind struct {
+	api.KindInfo
+	// Encrypted kinds are stored encrypted at rest (AES-GCM).
+	Encrypted bool
+	// Actions are kind-specific endpoints (cancel, jobs, logs, trace, ...).
+	Actions []Action
+
+	// prepare decodes obj strictly into the typed kind, applies the create
+	// or update hook, defaults and validates it, and returns the normalized
+	// generic object. old is nil on create.
+	prepare func(obj, old *api.Object, op operation) (*api.Object, field.ErrorList, error)
+}
+
+type operation int
+
+const (
+	opCreate operation = iota
+	opUpdate
+	opStatus
+	opDelete
+)
+
+// Spec is the typed definition of a kind, turned into a Kind by Define.
+// T is a pointer to the kind's struct, e.g. *api.Secret. Every hook is
+// optional.
+type Spec[T api.Resource] struct {
+	Kind         string
+	Namespaced   bool
+	ShortNames   []string
+	Columns      []api.Column
+	Subresources []string
+	Encrypted    bool
+	Actions      []Action
+
+	// Default fills unset fields; it runs before validation on every write.
+	Default func(obj T)
+	// Validate checks an object on create and update.
+	Validate func(obj T) field.ErrorList
+	// ValidateUpdate checks what may change between old and obj.
+	ValidateUpdate func(obj, old T) field.ErrorList
+	// ValidateStatus checks a status write.
+	ValidateStatus func(obj T) field.ErrorList
+	// PrepareForCreate adjusts a new object after the registry reset its
+	// server-set fields (e.g. an initial status).
+	PrepareForCreate func(obj T)
+	// PrepareForUpdate adjusts an update (e.g. merging write-only fields).
+	PrepareForUpdate func(obj, old T)
+	// PrepareForDelete adjusts an object being marked for deletion.
+	PrepareForDelete func(obj T)
+}
+
+// Define turns a typed Spec into a Kind.
+func Define[T api.Resource](s Spec[T]) Kind {
+	elem := reflect.TypeFor[T]().Elem()
+	newT := func() T { return reflect.New(elem).Interface().(T) }
+	decode := func(o *api.Object) (T, error) {
+		t := newT()
+		raw, err := json.Marshal(o)
+		if err != nil {
+			return t, err
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(t); err != nil {
+			return t, err
+		}
+		return t, nil
+	}
+	k := Kind{
+		KindInfo: api.KindInfo{
+			Kind: s.Kind, Plural: api.Plural(s.Kind), Namespaced: s.Namespaced,
+			ShortNames: s.ShortNames, Columns: s.Columns,
+			Subresources: append([]string{"status"}, s.Subresources...),
+		},
+		Encrypted: s.Encrypted,
+		Actions:   s.Actions,
+	}
+	for _, a := range s.Actions {
+		k.Subresources = append(k.Subresources, a.Name)
+	}
+	k.prepare = func(obj, old *api.Object, op operation) (*api.Object, field.ErrorList, error) {
+		t, err := decode(obj)
+		if err != nil {
+			return nil, nil, api.NewBadRequest("%s %q: %s", s.Kind, obj.Name, describeDecodeError(err))
+		}
+		var o T
+		if old != nil {
+			if o, err = decode(old); err != nil {
+				return nil, nil, fmt.Errorf("registry: stored %s %q does not decode: %w", s.Kind, old.Name, err)
+			}
+		}
+		switch op {
+		case opCreate:
+			if s.PrepareForCreate != nil {
+				s.PrepareForCreate(t)
+			}
+		case opUpdate:
+			if s.PrepareForUpdate != nil {
+				s.PrepareForUpdate(t, o)
+			}
+		case opDelete:
+			if s.PrepareForDelete != nil {
+				s.PrepareForDelete(t)
+			}
+		}
+		if s.Default != nil {
+			s.Default(t)
+		}
+		var errs field.ErrorList
+		switch op {
+		case opStatus:
+			if s.ValidateStatus != nil {
+				errs = append(errs, s.ValidateStatus(t)...)
+			}
+		case opCreate, opUpdate:
+			if s.Validate != nil {
+				errs = append(errs, s.Validate(t)...)
+			}
+			if op == opUpdate && s.ValidateUpdate != nil {
+				errs = append(errs, s.ValidateUpdate(t, o)...)
+			}
+		}
+		if len(errs) > 0 {
+			return nil, errs, nil
+		}
+		out, err := api.FromResource(t)
+		if err != nil {
+			return nil, nil, fmt.Errorf("registry: encode %s: %w", s.Kind, err)
+		}
+		return out, nil, nil
+	}
+	return k
+}
+
+// describeDecodeError turns a JSON decoding error into a message naming the
+// field, without echoing values (which may be secret).
+func describeDecodeError(err error) string {
+	var te *json.UnmarshalTypeError
+	if ok := asType(err, &te); ok {
+		return fmt.Sprintf("field %q: cannot use a JSON %s as %s", te.Field, te.Value, te.Type)
+	}
+	return err.Error()
+}
+
+func asType[E error](err error, target *E) bool {
+	e, ok := err.(E)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+// Action is a kind-specific endpoint: METHOD .../{plural}/{name}/{Name}, or
+// with Collection, METHOD .../{plural}/{Name}.
+type Action struct {
+	Name       string
+	Method     string
+	Collection bool
+	// Handle serves the call. The caller is in the context (identity.From).
+	// Errors should be *api.Status; others become InternalError.
+	Handle func(ctx context.Context, req ActionRequest) (ActionResult, error)
+}
+
+// ActionRequest is one call of an Action.
+type ActionRequest struct {
+	Namespace string
+	// Name is empty for collection actions.
+	Name  string
+	Query url.Values
+	Body  []byte
+}
+
+// ActionResult is the answer of an Action: an object sent as JSON with
+// Code (200 when 0), or a Stream copied to the client as it is written
+// (for logs). flush pushes what was written so far to the client.
+type ActionResult struct {
+	Code   int
+	Object any
+	Stream func(ctx context.Context, w io.Writer, flush func()) error
+}

@@ -1,0 +1,121 @@
+// Package registry gives cairn's API semantics over the store: defaulting
+// and validation per kind, uid and generation, resourceVersion
+// compare-and-swap, the status subresource, finalizers and deletion marks,
+// owner checks, label selection, paging, watches and secret encryption.
+// The HTTP server and in-process clients both call it, so both behave alike.
+//
+// Every method returns *api.Status errors (check them with errors.Is against
+// api.ErrNotFound, api.ErrConflict, ...); anything else is an internal error.
+package registry
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/store"
+)
+
+// KeyPrefix is where objects live in etcd:
+// /cairn/objects/{plural}/{namespace}/{name} (no namespace segment for
+// cluster-scoped kinds).
+const KeyPrefix = "/cairn/objects/"
+
+// Options configures a Registry.
+type Options struct {
+	// Kinds are the kinds served. Namespace must be among them.
+	Kinds []Kind
+	// Encryption encrypts the values of Encrypted kinds; required when any
+	// kind is Encrypted.
+	Encryption *Encryption
+	// BookmarkInterval is how often watches send a BOOKMARK; default 30s.
+	BookmarkInterval time.Duration
+	// Now returns the current time; default time.Now.
+	Now func() time.Time
+}
+
+// Registry serves the API semantics. It is safe for concurrent use.
+type Registry struct {
+	store    *store.Store
+	kinds    map[string]*Kind // by kind name
+	byPlural map[string]*Kind
+	enc      *Encryption
+	opts     Options
+}
+
+// New builds a registry over s.
+func New(s *store.Store, opts Options) (*Registry, error) {
+	if opts.BookmarkInterval == 0 {
+		opts.BookmarkInterval = 30 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	r := &Registry{store: s, kinds: map[string]*Kind{}, byPlural: map[string]*Kind{},
+		enc: opts.Encryption, opts: opts}
+	for i := range opts.Kinds {
+		k := &opts.Kinds[i]
+		if k.prepare == nil {
+			return nil, fmt.Errorf("registry: kind %q was not built with Define", k.Kind)
+		}
+		if _, dup := r.kinds[k.Kind]; dup {
+			return nil, fmt.Errorf("registry: kind %q registered twice", k.Kind)
+		}
+		if k.Encrypted && opts.Encryption == nil {
+			return nil, fmt.Errorf("registry: kind %q is encrypted but no encryption key is set", k.Kind)
+		}
+		r.kinds[k.Kind] = k
+		r.byPlural[k.Plural] = k
+	}
+	if _, ok := r.kinds["Namespace"]; !ok {
+		return nil, fmt.Errorf("registry: the Namespace kind must be registered")
+	}
+	return r, nil
+}
+
+// Store returns the underlying store.
+func (r *Registry) Store() *store.Store { return r.store }
+
+// Kinds returns the served kinds, sorted by name.
+func (r *Registry) Kinds() []api.KindInfo {
+	out := make([]api.KindInfo, 0, len(r.kinds))
+	for _, k := range r.kinds {
+		out = append(out, k.KindInfo)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
+	return out
+}
+
+// Lookup finds a kind by name ("Secret"), plural ("secrets") or short name,
+// case-insensitively. It returns NotFound for an unknown kind.
+func (r *Registry) Lookup(name string) (*Kind, error) {
+	if k, ok := r.kinds[name]; ok {
+		return k, nil
+	}
+	if k, ok := r.byPlural[name]; ok {
+		return k, nil
+	}
+	for _, k := range r.kinds {
+		if strings.EqualFold(k.Kind, name) || strings.EqualFold(k.Plural, name) {
+			return k, nil
+		}
+		for _, s := range k.ShortNames {
+			if strings.EqualFold(s, name) {
+				return k, nil
+			}
+		}
+	}
+	return nil, api.NewStatus(api.ReasonNotFound, "the server does not serve the kind %q", name)
+}
+
+// key is the etcd key of an object; with name "" it is the prefix of a
+// namespace's (or, with ns "", every) object of the kind.
+func (r *Registry) key(k *Kind, ns, name string) string {
+	p := KeyPrefix + k.Plural + "/"
+	if k.Namespaced && ns != "" {
+		p += ns + "/"
+	}
+	return p + name
+}
