@@ -15,21 +15,21 @@ type Reason string
 // The reasons an API call can fail with. Each maps to exactly one HTTP code
 // (see Reason.Code).
 const (
-	ReasonNotFound        Reason = "NotFound"
-	ReasonAlreadyExists   Reason = "AlreadyExists"
-	ReasonConflict        Reason = "Conflict"
-	ReasonInvalid         Reason = "Invalid"
-	ReasonBadRequest      Reason = "BadRequest"
-	ReasonUnauthorized    Reason = "Unauthorized"
-	ReasonForbidden       Reason = "Forbidden"
-	ReasonGone            Reason = "Gone"
-	ReasonTooManyRequests Reason = "TooManyRequests"
-	ReasonTooLarge        Reason = "RequestEntityTooLarge"
+	ReasonNotFound         Reason = "NotFound"
+	ReasonAlreadyExists    Reason = "AlreadyExists"
+	ReasonConflict         Reason = "Conflict"
+	ReasonInvalid          Reason = "Invalid"
+	ReasonBadRequest       Reason = "BadRequest"
+	ReasonUnauthorized     Reason = "Unauthorized"
+	ReasonForbidden        Reason = "Forbidden"
+	ReasonGone             Reason = "Gone"
+	ReasonTooManyRequests  Reason = "TooManyRequests"
+	ReasonTooLarge         Reason = "RequestEntityTooLarge"
 	ReasonMethodNotAllowed Reason = "MethodNotAllowed"
 	ReasonUnsupportedMedia Reason = "UnsupportedMediaType"
-	ReasonInternalError   Reason = "InternalError"
-	ReasonUnavailable     Reason = "ServiceUnavailable"
-	ReasonTimeout         Reason = "Timeout"
+	ReasonInternalError    Reason = "InternalError"
+	ReasonUnavailable      Reason = "ServiceUnavailable"
+	ReasonTimeout          Reason = "Timeout"
 )
 
 // Code returns the HTTP status code of a reason. It is the one place where
