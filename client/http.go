@@ -1,0 +1,365 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+
+	"cairn.dev/cairn/api"
+)
+
+// httpClient implements Interface over the HTTP API of DESIGN.md.
+type httpClient struct {
+	base        string // scheme://host[:port], no trailing slash
+	token       string
+	tokenSource string
+	hc          *http.Client
+
+	mu    sync.Mutex
+	kinds []api.KindInfo // discovery cache, for plurals and short names
+}
+
+// NewHTTP returns a client for the server at cfg.Server. It does not
+// contact the server; the first call does. Errors: a Server that is not an
+// http(s) URL or host:port.
+func NewHTTP(cfg Config) (Interface, error) {
+	base, err := normalizeServer(cfg.Server)
+	if err != nil {
+		return nil, err
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64 // controllers and benchmarks run many requests in parallel
+		hc = &http.Client{Transport: tr}
+	}
+	return &httpClient{base: base, token: cfg.Token, tokenSource: cfg.TokenSource, hc: hc}, nil
+}
+
+func normalizeServer(s string) (string, error) {
+	if s == "" {
+		s = DefaultServer
+	}
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("client: server address %q: %w", s, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("client: server address %q: want http(s)://host[:port]", s)
+	}
+	return u.Scheme + "://" + u.Host + strings.TrimSuffix(u.Path, "/"), nil
+}
+
+// plural returns the URL resource name of kind. Kind names ("DeployItem")
+// map directly; lower-case names (plurals, short names) are resolved through
+// discovery.
+func (c *httpClient) plural(ctx context.Context, kind string) (string, error) {
+	if kind == "" {
+		return "", api.NewBadRequest("a kind is required")
+	}
+	if unicode.IsUpper([]rune(kind)[0]) {
+		return api.Plural(kind), nil
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		c.mu.Lock()
+		kinds := c.kinds
+		c.mu.Unlock()
+		if kinds == nil || attempt == 1 {
+			var err error
+			if kinds, err = c.fetchKinds(ctx); err != nil {
+				return "", err
+			}
+		}
+		for _, k := range kinds {
+			if strings.EqualFold(k.Kind, kind) || strings.EqualFold(k.Plural, kind) {
+				return k.Plural, nil
+			}
+			for _, s := range k.ShortNames {
+				if strings.EqualFold(s, kind) {
+					return k.Plural, nil
+				}
+			}
+		}
+	}
+	return "", api.NewStatus(api.ReasonNotFound, "the server does not serve the kind %q", kind)
+}
+
+// path builds BasePath[/namespaces/{ns}]/{plural}[/{name}][/{sub}].
+func (c *httpClient) path(ctx context.Context, kind, ns, name string, sub ...string) (string, error) {
+	plural, err := c.plural(ctx, kind)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString(api.BasePath)
+	if ns != "" {
+		b.WriteString("/namespaces/" + url.PathEscape(ns))
+	}
+	b.WriteString("/" + plural)
+	if name != "" {
+		b.WriteString("/" + url.PathEscape(name))
+	}
+	for _, s := range sub {
+		b.WriteString("/" + url.PathEscape(s))
+	}
+	return b.String(), nil
+}
+
+// do sends one request and returns the response when its status is 2xx;
+// otherwise it returns the decoded *api.Status. The caller closes the body.
+func (c *httpClient) do(ctx context.Context, method, path string, q url.Values, body []byte, ctype string) (*http.Response, error) {
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "cairn-client")
+	if body != nil {
+		req.Header.Set("Content-Type", ctype)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("client: %s %s: %w", method, path, ctx.Err())
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, &UnreachableError{URL: c.base, Err: err}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, c.decodeError(resp)
+	}
+	return resp, nil
+}
+
+// call sends a request and decodes a JSON answer into out (unless nil). It
+// returns the HTTP status code.
+func (c *httpClient) call(ctx context.Context, method, path string, q url.Values, in any, ctype string, out any) (int, error) {
+	var body []byte
+	switch v := in.(type) {
+	case nil:
+	case []byte:
+		body = v
+	default:
+		var err error
+		if body, err = json.Marshal(v); err != nil {
+			return 0, fmt.Errorf("client: encode request: %w", err)
+		}
+	}
+	resp, err := c.do(ctx, method, path, q, body, ctype)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			if ctx.Err() != nil {
+				return 0, fmt.Errorf("client: %s %s: %w", method, path, ctx.Err())
+			}
+			return 0, fmt.Errorf("client: %s %s: decode response: %w", method, path, err)
+		}
+	}
+	_, _ = io.Copy(io.Discard, resp.Body) // let the connection be reused
+	return resp.StatusCode, nil
+}
+
+const jsonType = "application/json"
+
+func (c *httpClient) Create(ctx context.Context, obj *api.Object) (*api.Object, error) {
+	p, err := c.path(ctx, obj.Kind, obj.Namespace, "")
+	if err != nil {
+		return nil, err
+	}
+	out := &api.Object{}
+	if _, err := c.call(ctx, http.MethodPost, p, nil, obj, jsonType, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *httpClient) Get(ctx context.Context, kind, ns, name string) (*api.Object, error) {
+	if name == "" {
+		return nil, api.NewBadRequest("a name is required")
+	}
+	p, err := c.path(ctx, kind, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	out := &api.Object{}
+	if _, err := c.call(ctx, http.MethodGet, p, nil, nil, "", out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func listQuery(opts api.ListOptions) url.Values {
+	q := url.Values{}
+	if opts.LabelSelector != "" {
+		q.Set("labelSelector", opts.LabelSelector)
+	}
+	if opts.Limit != 0 {
+		q.Set("limit", strconv.FormatInt(opts.Limit, 10))
+	}
+	if opts.Continue != "" {
+		q.Set("continue", opts.Continue)
+	}
+	return q
+}
+
+func (c *httpClient) List(ctx context.Context, kind, ns string, opts api.ListOptions) (*api.List, error) {
+	p, err := c.path(ctx, kind, ns, "")
+	if err != nil {
+		return nil, err
+	}
+	out := &api.List{}
+	if _, err := c.call(ctx, http.MethodGet, p, listQuery(opts), nil, "", out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *httpClient) update(ctx context.Context, obj *api.Object, sub ...string) (*api.Object, error) {
+	if obj.Name == "" {
+		return nil, api.NewBadRequest("metadata.name is required")
+	}
+	p, err := c.path(ctx, obj.Kind, obj.Namespace, obj.Name, sub...)
+	if err != nil {
+		return nil, err
+	}
+	out := &api.Object{}
+	if _, err := c.call(ctx, http.MethodPut, p, nil, obj, jsonType, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *httpClient) Update(ctx context.Context, obj *api.Object) (*api.Object, error) {
+	return c.update(ctx, obj)
+}
+
+func (c *httpClient) UpdateStatus(ctx context.Context, obj *api.Object) (*api.Object, error) {
+	return c.update(ctx, obj, "status")
+}
+
+func (c *httpClient) Patch(ctx context.Context, kind, ns, name string, patch []byte, status bool) (*api.Object, error) {
+	if name == "" {
+		return nil, api.NewBadRequest("a name is required")
+	}
+	var sub []string
+	if status {
+		sub = []string{"status"}
+	}
+	p, err := c.path(ctx, kind, ns, name, sub...)
+	if err != nil {
+		return nil, err
+	}
+	out := &api.Object{}
+	if _, err := c.call(ctx, http.MethodPatch, p, nil, patch, "application/merge-patch+json", out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// deleteBody is the optional body of a DELETE: preconditions the stored
+// object must match.
+type deleteBody struct {
+	Preconditions *api.Preconditions `json:"preconditions,omitempty"`
+}
+
+func (c *httpClient) Delete(ctx context.Context, kind, ns, name string, opts api.DeleteOptions) (*api.Object, bool, error) {
+	if name == "" {
+		return nil, false, api.NewBadRequest("a name is required")
+	}
+	p, err := c.path(ctx, kind, ns, name)
+	if err != nil {
+		return nil, false, err
+	}
+	q := url.Values{}
+	if opts.Force {
+		q.Set("force", "true")
+	}
+	var body any
+	if opts.Preconditions != (api.Preconditions{}) {
+		pre := opts.Preconditions
+		body = deleteBody{Preconditions: &pre}
+	}
+	out := &api.Object{}
+	code, err := c.call(ctx, http.MethodDelete, p, q, body, jsonType, out)
+	if err != nil {
+		return nil, false, err
+	}
+	return out, code == http.StatusOK, nil
+}
+
+func (c *httpClient) fetchKinds(ctx context.Context) ([]api.KindInfo, error) {
+	var d api.Discovery
+	if _, err := c.call(ctx, http.MethodGet, api.BasePath, nil, nil, "", &d); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.kinds = d.Kinds
+	c.mu.Unlock()
+	return d.Kinds, nil
+}
+
+func (c *httpClient) Kinds(ctx context.Context) ([]api.KindInfo, error) {
+	return c.fetchKinds(ctx)
+}
+
+func (c *httpClient) actionResponse(ctx context.Context, req ActionRequest) (*http.Response, error) {
+	if req.Action == "" {
+		return nil, api.NewBadRequest("an action name is required")
+	}
+	p, err := c.path(ctx, req.Kind, req.Namespace, req.Name, req.Action)
+	if err != nil {
+		return nil, err
+	}
+	return c.do(ctx, req.method(), p, req.Query, req.Body, jsonType)
+}
+
+func (c *httpClient) Action(ctx context.Context, req ActionRequest) ([]byte, error) {
+	resp, err := c.actionResponse(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("client: action %s: read response: %w", req.Action, err)
+	}
+	return b, nil
+}
+
+func (c *httpClient) ActionStream(ctx context.Context, req ActionRequest) (io.ReadCloser, error) {
+	resp, err := c.actionResponse(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}

@@ -1,0 +1,154 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/registry"
+)
+
+// localClient implements Interface by calling a registry in-process, as the
+// system identity (an admin): what controllers running inside the server
+// use. It has the same semantics and errors as the HTTP client, without
+// serialization.
+type localClient struct {
+	r *registry.Registry
+}
+
+// NewLocal returns a client that calls r directly. Every call runs as
+// identity.System, whatever identity ctx carries.
+func NewLocal(r *registry.Registry) Interface { return &localClient{r: r} }
+
+func sys(ctx context.Context) context.Context { return identity.With(ctx, identity.System) }
+
+func (c *localClient) Create(ctx context.Context, obj *api.Object) (*api.Object, error) {
+	return c.r.Create(sys(ctx), obj)
+}
+
+func (c *localClient) Get(ctx context.Context, kind, ns, name string) (*api.Object, error) {
+	return c.r.Get(sys(ctx), kind, ns, name)
+}
+
+func (c *localClient) List(ctx context.Context, kind, ns string, opts api.ListOptions) (*api.List, error) {
+	return c.r.List(sys(ctx), kind, ns, opts)
+}
+
+func (c *localClient) Update(ctx context.Context, obj *api.Object) (*api.Object, error) {
+	return c.r.Update(sys(ctx), obj)
+}
+
+func (c *localClient) UpdateStatus(ctx context.Context, obj *api.Object) (*api.Object, error) {
+	return c.r.UpdateStatus(sys(ctx), obj)
+}
+
+func (c *localClient) Patch(ctx context.Context, kind, ns, name string, patch []byte, status bool) (*api.Object, error) {
+	return c.r.Patch(sys(ctx), kind, ns, name, patch, status)
+}
+
+func (c *localClient) Delete(ctx context.Context, kind, ns, name string, opts api.DeleteOptions) (*api.Object, bool, error) {
+	return c.r.Delete(sys(ctx), kind, ns, name, opts)
+}
+
+func (c *localClient) Watch(ctx context.Context, kind, ns string, opts api.ListOptions) (api.Watcher, error) {
+	return c.r.Watch(sys(ctx), kind, ns, opts)
+}
+
+func (c *localClient) Kinds(context.Context) ([]api.KindInfo, error) { return c.r.Kinds(), nil }
+
+// action finds the registered action a request addresses.
+func (c *localClient) action(req ActionRequest) (*registry.Action, error) {
+	k, err := c.r.Lookup(req.Kind)
+	if err != nil {
+		return nil, err
+	}
+	for i := range k.Actions {
+		a := &k.Actions[i]
+		if a.Name != req.Action || a.Collection != (req.Name == "") {
+			continue
+		}
+		if a.Method != req.method() {
+			return nil, api.NewStatus(api.ReasonMethodNotAllowed, "%s %s/%s does not accept %s", k.Kind, k.Plural, a.Name, req.method())
+		}
+		return a, nil
+	}
+	return nil, api.NewStatus(api.ReasonNotFound, "%s has no action %q", k.Kind, req.Action)
+}
+
+func (c *localClient) run(ctx context.Context, req ActionRequest) (registry.ActionResult, error) {
+	a, err := c.action(req)
+	if err != nil {
+		return registry.ActionResult{}, err
+	}
+	return a.Handle(sys(ctx), registry.ActionRequest{
+		Namespace: req.Namespace, Name: req.Name, Query: req.Query, Body: req.Body,
+	})
+}
+
+func (c *localClient) Action(ctx context.Context, req ActionRequest) ([]byte, error) {
+	res, err := c.run(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if res.Stream != nil {
+		rc := c.stream(ctx, res)
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	if res.Object == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(res.Object)
+	if err != nil {
+		return nil, fmt.Errorf("client: action %s: encode result: %w", req.Action, err)
+	}
+	return b, nil
+}
+
+func (c *localClient) ActionStream(ctx context.Context, req ActionRequest) (io.ReadCloser, error) {
+	res, err := c.run(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if res.Stream == nil {
+		b, err := json.Marshal(res.Object)
+		if err != nil {
+			return nil, fmt.Errorf("client: action %s: encode result: %w", req.Action, err)
+		}
+		return io.NopCloser(bytes.NewReader(b)), nil
+	}
+	return c.stream(ctx, res), nil
+}
+
+// stream runs an action's Stream in a goroutine writing into a pipe. The
+// goroutine ends when the stream function returns, which it does when ctx
+// is done or when the reader is closed (its writes then fail).
+func (c *localClient) stream(ctx context.Context, res registry.ActionResult) io.ReadCloser {
+	ctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	go func() {
+		defer cancel()
+		err := res.Stream(ctx, pw, func() {})
+		pw.CloseWithError(err) // nil closes with io.EOF
+	}()
+	return &pipeReader{PipeReader: pr, cancel: cancel}
+}
+
+// pipeReader cancels the streaming action when the reader is closed.
+type pipeReader struct {
+	*io.PipeReader
+	cancel context.CancelFunc
+}
+
+func (p *pipeReader) Close() error {
+	p.cancel()
+	return p.PipeReader.Close()
+}

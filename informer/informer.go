@@ -1,0 +1,457 @@
+// Package informer keeps an in-memory copy of the objects of one kind,
+// current through list + watch, and tells handlers about every change.
+//
+// An Informer lists the objects, then watches from the list's
+// resourceVersion. When the watch drops it resumes from the last
+// resourceVersion it saw (BOOKMARK events advance it), with backoff, so no
+// change is lost or delivered twice. When that version has been compacted
+// away (410 Gone) it lists again and reconciles its cache with the list:
+// objects that vanished are delivered as deletions, changed ones as updates,
+// new ones as additions. Every ResyncPeriod it re-delivers every cached
+// object as an update with old == new, so level-based controllers get to
+// look at everything again.
+package informer
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+)
+
+// Handler receives the changes an informer sees. Nil functions are skipped.
+//
+// Calls are serialized: for one informer, handlers are called one at a time,
+// in the order the changes happened, from the goroutine running Run (or from
+// AddEventHandler for a late handler). They must be quick, typically adding
+// a key to a work queue, because the informer waits for them. A handler may
+// read the informer's cache (it already holds the change) but must not call
+// AddEventHandler.
+//
+// The objects passed are shared with the cache and with other handlers:
+// never modify them; DeepCopy first.
+type Handler struct {
+	// OnAdd is called for an object that appeared: created, seen in the
+	// first list, or listed again after it was missed.
+	OnAdd func(obj *api.Object)
+	// OnUpdate is called for a change of an object, and on every resync
+	// with old == new.
+	OnUpdate func(old, new *api.Object)
+	// OnDelete is called for an object that is gone, with its last known
+	// state.
+	OnDelete func(obj *api.Object)
+}
+
+func (h *Handler) add(o *api.Object) {
+	if h.OnAdd != nil {
+		h.OnAdd(o)
+	}
+}
+
+func (h *Handler) update(old, new *api.Object) {
+	if h.OnUpdate != nil {
+		h.OnUpdate(old, new)
+	}
+}
+
+func (h *Handler) delete(o *api.Object) {
+	if h.OnDelete != nil {
+		h.OnDelete(o)
+	}
+}
+
+// Options configures an Informer. The zero value is usable.
+type Options struct {
+	// LabelSelector limits the informer to matching objects; an object that
+	// stops matching is delivered as deleted.
+	LabelSelector string
+	// ResyncPeriod, when positive, re-delivers every cached object through
+	// OnUpdate(obj, obj) this often. Zero means never.
+	ResyncPeriod time.Duration
+	// PageSize is the limit of each page of a list; default 500.
+	PageSize int64
+	// MinBackoff and MaxBackoff bound the wait before retrying a failed list
+	// or watch; defaults 100ms and 30s. The wait doubles with each failure
+	// in a row, with jitter.
+	MinBackoff, MaxBackoff time.Duration
+	// Logger receives list and watch failures; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Informer caches the objects of one kind in one namespace (or all). Build
+// it with New, register handlers, then Run it. Its methods are safe for
+// concurrent use.
+type Informer struct {
+	c    client.Interface
+	kind string
+	ns   string
+	opts Options
+	log  *slog.Logger
+
+	// hmu serializes every change of the cache together with its handler
+	// calls, and handler registration, so each handler sees each change
+	// exactly once and in order.
+	hmu      sync.Mutex
+	handlers []Handler
+
+	mu    sync.RWMutex
+	items map[string]*api.Object // by api.Key(namespace, name)
+	rv    string                 // last resourceVersion applied
+
+	synced   chan struct{}
+	syncOnce sync.Once
+	started  atomic.Bool
+}
+
+// New returns an informer for kind in namespace ns ("" for every namespace)
+// over c. It does nothing until Run.
+func New(c client.Interface, kind, ns string, opts Options) *Informer {
+	if opts.PageSize <= 0 {
+		opts.PageSize = 500
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 100 * time.Millisecond
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = max(30*time.Second, opts.MinBackoff)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Informer{
+		c: c, kind: kind, ns: ns, opts: opts,
+		log:    opts.Logger.With("informer", kind, "namespace", ns),
+		items:  map[string]*api.Object{},
+		synced: make(chan struct{}),
+	}
+}
+
+// Kind returns the kind the informer watches.
+func (i *Informer) Kind() string { return i.kind }
+
+// AddEventHandler registers h. A handler added after the first list has
+// been delivered receives OnAdd for every cached object first, so it misses
+// nothing. It blocks while a change is being delivered to other handlers.
+func (i *Informer) AddEventHandler(h Handler) {
+	i.hmu.Lock()
+	defer i.hmu.Unlock()
+	i.handlers = append(i.handlers, h)
+	if i.HasSynced() {
+		for _, o := range i.List() {
+			h.add(o)
+		}
+	}
+}
+
+// HasSynced reports whether the first list has been stored and delivered
+// to the handlers. It never blocks.
+func (i *Informer) HasSynced() bool {
+	select {
+	case <-i.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// WaitForSync blocks until the first list has been delivered (true) or ctx
+// is done (false).
+func (i *Informer) WaitForSync(ctx context.Context) bool {
+	select {
+	case <-i.synced:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Get returns the cached object namespace/name (namespace "" for
+// cluster-scoped kinds). The object is shared: DeepCopy before modifying
+// it. It never blocks on the network.
+func (i *Informer) Get(namespace, name string) (*api.Object, bool) {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	o, ok := i.items[api.Key(namespace, name)]
+	return o, ok
+}
+
+// List returns every cached object, sorted by namespace and name. The
+// objects are shared: DeepCopy before modifying one.
+func (i *Informer) List() []*api.Object {
+	i.mu.RLock()
+	out := make([]*api.Object, 0, len(i.items))
+	for _, o := range i.items {
+		out = append(out, o)
+	}
+	i.mu.RUnlock()
+	sort.Slice(out, func(a, b int) bool {
+		return api.Key(out[a].Namespace, out[a].Name) < api.Key(out[b].Namespace, out[b].Name)
+	})
+	return out
+}
+
+// ResourceVersion returns the resourceVersion up to which the cache is
+// current ("" before the first list).
+func (i *Informer) ResourceVersion() string {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return i.rv
+}
+
+// Run lists, watches and delivers changes until ctx is done; it then stops
+// its watch and returns. Failures are logged and retried with backoff; they
+// never end Run. An informer runs once: a second call returns at once.
+func (i *Informer) Run(ctx context.Context) {
+	if !i.started.CompareAndSwap(false, true) {
+		i.log.Error("informer: Run called twice; ignoring")
+		return
+	}
+	var resync <-chan time.Time
+	if i.opts.ResyncPeriod > 0 {
+		t := time.NewTicker(i.opts.ResyncPeriod)
+		defer t.Stop()
+		resync = t.C
+	}
+	b := backoff{min: i.opts.MinBackoff, max: i.opts.MaxBackoff}
+	rv := ""
+	for ctx.Err() == nil {
+		if rv == "" {
+			listed, err := i.relist(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					i.log.Warn("list failed; retrying", "err", err)
+				}
+				b.wait(ctx)
+				continue
+			}
+			rv = listed
+		}
+		var progressed bool
+		var err error
+		rv, progressed, err = i.watch(ctx, rv, resync)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, api.ErrGone):
+			i.log.Info("watch resourceVersion compacted; listing again", "resourceVersion", rv)
+			rv = ""
+			continue
+		case progressed:
+			b.reset()
+		}
+		i.log.Debug("watch ended; resuming", "resourceVersion", rv, "err", err)
+		b.wait(ctx)
+	}
+}
+
+// relist reads every object (page by page, at one revision) and replaces
+// the cache with them. It returns the list's resourceVersion.
+func (i *Informer) relist(ctx context.Context) (string, error) {
+	items := map[string]*api.Object{}
+	opts := api.ListOptions{LabelSelector: i.opts.LabelSelector, Limit: i.opts.PageSize}
+	rv := ""
+	for {
+		l, err := i.c.List(ctx, i.kind, i.ns, opts)
+		if err != nil {
+			return "", err
+		}
+		if rv == "" {
+			rv = l.ResourceVersion
+		}
+		for _, o := range l.Items {
+			items[api.Key(o.Namespace, o.Name)] = o
+		}
+		if l.Continue == "" {
+			break
+		}
+		opts.Continue = l.Continue
+	}
+	i.replace(items, rv)
+	return rv, nil
+}
+
+// replace swaps the cache for items and delivers the difference: deletions
+// of objects that vanished (or were replaced by a new incarnation), then
+// additions and updates, in key order. Unchanged objects are not delivered.
+func (i *Informer) replace(items map[string]*api.Object, rv string) {
+	i.hmu.Lock()
+	defer i.hmu.Unlock()
+	i.mu.Lock()
+	old := i.items
+	i.items, i.rv = items, rv
+	i.mu.Unlock()
+
+	var deleted, added []*api.Object
+	var updated [][2]*api.Object
+	for k, prev := range old {
+		cur, ok := items[k]
+		if !ok || cur.UID != prev.UID {
+			deleted = append(deleted, prev)
+		}
+	}
+	for k, cur := range items {
+		prev, ok := old[k]
+		switch {
+		case !ok || prev.UID != cur.UID:
+			added = append(added, cur)
+		case prev.ResourceVersion != cur.ResourceVersion:
+			updated = append(updated, [2]*api.Object{prev, cur})
+		}
+	}
+	byKey := func(s []*api.Object) {
+		sort.Slice(s, func(a, b int) bool { return api.Key(s[a].Namespace, s[a].Name) < api.Key(s[b].Namespace, s[b].Name) })
+	}
+	byKey(deleted)
+	byKey(added)
+	sort.Slice(updated, func(a, b int) bool {
+		return api.Key(updated[a][1].Namespace, updated[a][1].Name) < api.Key(updated[b][1].Namespace, updated[b][1].Name)
+	})
+	for _, h := range i.handlers {
+		for _, o := range deleted {
+			h.delete(o)
+		}
+		for _, o := range added {
+			h.add(o)
+		}
+		for _, u := range updated {
+			h.update(u[0], u[1])
+		}
+	}
+	i.syncOnce.Do(func() { close(i.synced) })
+}
+
+// watch streams changes from rv until the watch ends or ctx is done, and
+// returns the last resourceVersion seen, whether any event arrived, and why
+// the watch ended. Resync ticks are handled here, between events.
+func (i *Informer) watch(ctx context.Context, rv string, resync <-chan time.Time) (string, bool, error) {
+	w, err := i.c.Watch(ctx, i.kind, i.ns, api.ListOptions{LabelSelector: i.opts.LabelSelector, ResourceVersion: rv})
+	if err != nil {
+		return rv, false, err
+	}
+	defer w.Stop()
+	progressed := false
+	for {
+		select {
+		case <-ctx.Done():
+			return rv, progressed, ctx.Err()
+		case <-resync:
+			i.resync()
+		case ev, ok := <-w.Events():
+			if !ok {
+				err := w.Err()
+				if err == nil {
+					err = errors.New("informer: watch ended")
+				}
+				return rv, progressed, err
+			}
+			progressed = true
+			if ev.Object == nil {
+				continue
+			}
+			i.apply(ev)
+			if ev.Object.ResourceVersion != "" {
+				rv = ev.Object.ResourceVersion
+			}
+		}
+	}
+}
+
+// apply stores one watch event and delivers it. Events that are not newer
+// than the cached object (a replay after a reconnect) are dropped, so no
+// handler sees a change twice.
+func (i *Informer) apply(ev api.Event) {
+	obj := ev.Object
+	key := api.Key(obj.Namespace, obj.Name)
+	i.hmu.Lock()
+	defer i.hmu.Unlock()
+	i.mu.Lock()
+	prev, had := i.items[key]
+	if obj.ResourceVersion != "" {
+		i.rv = obj.ResourceVersion
+	}
+	switch ev.Type {
+	case api.Added, api.Modified:
+		if had && !newer(obj.ResourceVersion, prev.ResourceVersion) {
+			i.mu.Unlock()
+			return
+		}
+		i.items[key] = obj
+		i.mu.Unlock()
+		for _, h := range i.handlers {
+			if had {
+				h.update(prev, obj)
+			} else {
+				h.add(obj)
+			}
+		}
+	case api.Deleted:
+		if !had || !newer(obj.ResourceVersion, prev.ResourceVersion) {
+			i.mu.Unlock()
+			return
+		}
+		delete(i.items, key)
+		i.mu.Unlock()
+		for _, h := range i.handlers {
+			h.delete(obj)
+		}
+	case api.Bookmark:
+		i.mu.Unlock()
+	default:
+		i.mu.Unlock()
+		i.log.Warn("ignoring watch event of unknown type", "type", ev.Type)
+	}
+}
+
+// resync re-delivers every cached object as an update with old == new.
+func (i *Informer) resync() {
+	i.hmu.Lock()
+	defer i.hmu.Unlock()
+	for _, o := range i.List() {
+		for _, h := range i.handlers {
+			h.update(o, o)
+		}
+	}
+}
+
+// newer reports whether resourceVersion a is after b. Versions are opaque
+// to clients, but cairn's are decimal store revisions; when either does not
+// parse, any difference counts as newer.
+func newer(a, b string) bool {
+	x, errA := strconv.ParseInt(a, 10, 64)
+	y, errB := strconv.ParseInt(b, 10, 64)
+	if errA != nil || errB != nil {
+		return a != b
+	}
+	return x > y
+}
+
+// backoff is a capped exponential backoff with jitter.
+type backoff struct {
+	min, max, cur time.Duration
+}
+
+func (b *backoff) reset() { b.cur = 0 }
+
+// wait sleeps for the next backoff period or until ctx is done.
+func (b *backoff) wait(ctx context.Context) {
+	if b.cur == 0 {
+		b.cur = b.min
+	} else {
+		b.cur = min(2*b.cur, b.max)
+	}
+	d := b.cur/2 + rand.N(b.cur/2+1) // jitter: [cur/2, cur]
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
