@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	
+
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/registry"
