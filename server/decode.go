@@ -1,0 +1,262 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"cairn.dev/cairn/api"
+)
+
+// media is the format of a request body.
+type media int
+
+const (
+	mediaJSON media = iota
+	mediaYAML
+	mediaMergePatch
+)
+
+// requestMedia reads the Content-Type of a body: JSON (also when absent)
+// or YAML for objects; a JSON merge patch (application/merge-patch+json or
+// application/json) for PATCH. Anything else is UnsupportedMediaType.
+func requestMedia(r *http.Request, patch bool) (media, error) {
+	ct := r.Header.Get("Content-Type")
+	mt := ""
+	if ct != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(ct); err != nil {
+			mt = ct
+		}
+	}
+	if patch {
+		switch mt {
+		case "application/merge-patch+json", "application/json":
+			return mediaMergePatch, nil
+		}
+		return 0, api.NewStatus(api.ReasonUnsupportedMedia,
+			"unsupported patch Content-Type %q: PATCH takes a JSON merge patch as application/merge-patch+json (or application/json)", short(ct))
+	}
+	switch mt {
+	case "", "application/json":
+		return mediaJSON, nil
+	case "application/yaml", "application/x-yaml", "text/yaml":
+		return mediaYAML, nil
+	}
+	return 0, api.NewStatus(api.ReasonUnsupportedMedia,
+		"unsupported Content-Type %q: send application/json or application/yaml", short(ct))
+}
+
+// readBody reads the request body, at most MaxBodyBytes (413 beyond).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		return nil, tooLarge(s.opts.MaxBodyBytes)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, tooLarge(s.opts.MaxBodyBytes)
+		}
+		return nil, api.NewBadRequest("cannot read the request body: %v", err)
+	}
+	return b, nil
+}
+
+func tooLarge(max int64) error {
+	return api.NewStatus(api.ReasonTooLarge, "the request body is larger than the limit of %d bytes", max)
+}
+
+// decodeObject parses a body as one object. Syntax errors name the line and
+// column; a metadata field that is unknown or of the wrong type is named.
+// Values are never echoed, since they may be secret.
+func decodeObject(body []byte, m media) (*api.Object, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, api.NewBadRequest("the request body is empty: send an object")
+	}
+	if m == mediaYAML {
+		j, err := yaml.YAMLToJSON(body)
+		if err != nil {
+			return nil, api.NewBadRequest("malformed YAML: %s", strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "))
+		}
+		body = j
+	}
+	top, err := decodeTop(body)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []string{"apiVersion", "kind"} {
+		if v, ok := top[f]; ok && string(v) != "null" {
+			var str string
+			if err := json.Unmarshal(v, &str); err != nil {
+				return nil, badField(f, "must be a string")
+			}
+		}
+	}
+	if md, ok := top["metadata"]; ok {
+		if err := checkMetadata(md); err != nil {
+			return nil, err
+		}
+	}
+	o := &api.Object{}
+	if err := json.Unmarshal(body, o); err != nil {
+		return nil, api.NewBadRequest("cannot decode the object: %s", describeJSONError(body, err))
+	}
+	return o, nil
+}
+
+// decodeTop parses body as a JSON object of raw fields.
+func decodeTop(body []byte) (map[string]json.RawMessage, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, api.NewBadRequest("%s", describeJSONError(body, err))
+	}
+	if top == nil {
+		return nil, api.NewBadRequest("the body must be a JSON object, not null")
+	}
+	return top, nil
+}
+
+// checkMetadata decodes metadata strictly.
+func checkMetadata(raw json.RawMessage) error {
+	if string(raw) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var meta api.ObjectMeta
+	err := dec.Decode(&meta)
+	if err == nil {
+		return nil
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return badField("metadata."+strings.Trim(name, `"`), "unknown field")
+	}
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		if te.Field == "" {
+			return badField("metadata", "must be a JSON object, not a JSON %s", te.Value)
+		}
+		return badField("metadata."+te.Field, "cannot use a JSON %s as %s", te.Value, te.Type)
+	}
+	// Timestamps that do not parse are the only other failure.
+	return badField("metadata", "invalid value: %s", redact(err.Error()))
+}
+
+// describeJSONError explains a JSON decoding failure with its position in
+// body, without echoing values.
+func describeJSONError(body []byte, err error) string {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		line, col := position(body, se.Offset)
+		return fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, se.Error())
+	}
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		if te.Field == "" {
+			return fmt.Sprintf("the body must be a JSON object, not a JSON %s", te.Value)
+		}
+		return fmt.Sprintf("field %q: cannot use a JSON %s as %s", te.Field, te.Value, te.Type)
+	}
+	return redact(err.Error())
+}
+
+// position turns a byte offset into a 1-based line and column.
+func position(body []byte, off int64) (line, col int) {
+	if off > int64(len(body)) {
+		off = int64(len(body))
+	}
+	before := body[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1)
+	if col < 1 {
+		col = 1
+	}
+	return line, col
+}
+
+// redact drops quoted values from a decoder message.
+func redact(msg string) string {
+	if i := strings.IndexByte(msg, '"'); i >= 0 {
+		if j := strings.LastIndexByte(msg, '"'); j > i {
+			return msg[:i] + "<value>" + msg[j+1:]
+		}
+	}
+	return msg
+}
+
+// badField is a BadRequest naming the field in its message and causes.
+func badField(field, format string, args ...any) *api.Status {
+	msg := fmt.Sprintf(format, args...)
+	st := api.NewBadRequest("%s: %s", field, msg)
+	st.Details = &api.StatusDetails{Causes: []api.StatusCause{{Field: field, Type: "FieldValueInvalid", Message: msg}}}
+	return st
+}
+
+// short quotes at most 64 bytes of a client-supplied string in messages.
+func short(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// checkObject checks a decoded body against the URL it was sent to and
+// fills an empty namespace (and, for PUT, name) from the URL.
+func checkObject(o *api.Object, rt *route) error {
+	if o.APIVersion != api.APIVersion {
+		if o.APIVersion == "" {
+			return badField("apiVersion", "required: must be %q", api.APIVersion)
+		}
+		return badField("apiVersion", "must be %q, not %q", api.APIVersion, short(o.APIVersion))
+	}
+	if o.Kind != rt.kind.Kind {
+		if o.Kind == "" {
+			return badField("kind", "required: must be %q", rt.kind.Kind)
+		}
+		return badField("kind", "must be %q to match the URL, not %q", rt.kind.Kind, short(o.Kind))
+	}
+	switch {
+	case !rt.kind.Namespaced && o.Namespace != "":
+		return badField("metadata.namespace", "must be empty: %s objects are not namespaced", rt.kind.Kind)
+	case rt.kind.Namespaced && o.Namespace == "":
+		o.Namespace = rt.ns
+	case rt.kind.Namespaced && o.Namespace != rt.ns:
+		return badField("metadata.namespace", "%q does not match the namespace %q of the URL", short(o.Namespace), rt.ns)
+	}
+	if rt.name != "" {
+		switch {
+		case o.Name == "":
+			o.Name = rt.name
+		case o.Name != rt.name:
+			return badField("metadata.name", "%q does not match the name %q of the URL", short(o.Name), short(rt.name))
+		}
+	}
+	return nil
+}
+
+// deleteBody is the optional JSON body of a DELETE.
+type deleteBody struct {
+	APIVersion    string             `json:"apiVersion,omitempty"`
+	Kind          string             `json:"kind,omitempty"`
+	Preconditions *api.Preconditions `json:"preconditions,omitempty"`
+}
+
+func decodeDeleteBody(body []byte) (*deleteBody, error) {
+	var d deleteBody
+	if len(bytes.TrimSpace(body)) == 0 {
+		return &d, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return nil, badField(strings.Trim(name, `"`), "unknown field of the delete options")
+		}
+		return nil, api.NewBadRequest("delete options: %s", describeJSONError(body, err))
+	}
+	return &d, nil
+}

@@ -1,0 +1,89 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"cairn.dev/cairn/api"
+)
+
+// writeError is the one place where an error becomes an HTTP response: the
+// api.Status of err (api.AsStatus) as JSON with its code. Only internal
+// errors are logged, with the request's method and path, never its body;
+// a failure caused by the client going away is not logged.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	st := api.AsStatus(err)
+	if st.Code >= 500 && r.Context().Err() == nil {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "code", st.Code, "err", err)
+	}
+	switch st.Code {
+	case http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="cairn"`)
+	}
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(st.Details.RetryAfterSeconds))
+	}
+	s.writeJSON(w, r, st.Code, st)
+}
+
+// writeJSON writes v as JSON with code.
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("encode response", "method", r.Method, "path", r.URL.Path, "err", err)
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(api.AsStatus(err))
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func writeText(w http.ResponseWriter, code int, text string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(text))
+}
+
+// statusWriter records the response code for metrics and whether the
+// header was written.
+type statusWriter struct {
+	http.ResponseWriter
+	code        int
+	wroteHeader bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wroteHeader {
+		w.code, w.wroteHeader = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush sends buffered data to the client.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// status returns the code written (200 when only a body was written).
+func (w *statusWriter) status() int {
+	if !w.wroteHeader {
+		return http.StatusOK
+	}
+	return w.code
+}

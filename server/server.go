@@ -1,0 +1,210 @@
+// Package server is cairn's HTTP API: REST and watch endpoints over the
+// registry, bearer-token authentication, errors as api.Status, health and
+// readiness probes, and Prometheus metrics.
+//
+// Every endpoint but /healthz and /readyz needs "Authorization: Bearer
+// <token>"; the caller is put into the request context (identity.With) for
+// the registry and kind actions to see.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/auth"
+	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/registry"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes    = 3 << 20
+	DefaultReadyTimeout    = 2 * time.Second
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// Options configures a Server.
+type Options struct {
+	// Registry serves the API semantics. Required.
+	Registry *registry.Registry
+	// Auth authenticates bearer tokens. Required.
+	Auth *auth.Authenticator
+	// Metrics is where the server registers its collectors and what
+	// /metrics serves. Nil gives the server a registry of its own.
+	Metrics *prometheus.Registry
+	// MaxBodyBytes caps request bodies (413 beyond); default 3 MiB.
+	MaxBodyBytes int64
+	// Logger receives internal errors (never request bodies or tokens);
+	// default: discard.
+	Logger *slog.Logger
+	// ReadyTimeout bounds the store check of /readyz; default 2s.
+	ReadyTimeout time.Duration
+	// ShutdownTimeout bounds how long Serve waits for in-flight requests
+	// once its context ends before it closes connections; default 30s.
+	ShutdownTimeout time.Duration
+}
+
+// Server is the HTTP API. It is an http.Handler (usable with any listener
+// or httptest) and can serve listeners itself with Serve. It is safe for
+// concurrent use.
+type Server struct {
+	opts    Options
+	reg     *registry.Registry
+	auth    *auth.Authenticator
+	log     *slog.Logger
+	metrics *metrics
+
+	mu      sync.Mutex
+	streams map[*stream]struct{}
+}
+
+// New builds a Server. It fails when Registry or Auth is missing or when
+// the metrics cannot be registered (e.g. a second Server on the same
+// prometheus.Registry).
+func New(opts Options) (*Server, error) {
+	if opts.Registry == nil || opts.Auth == nil {
+		return nil, errors.New("server: Options.Registry and Options.Auth are required")
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = DefaultReadyTimeout
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(opts.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{opts: opts, reg: opts.Registry, auth: opts.Auth, log: opts.Logger,
+		metrics: m, streams: map[*stream]struct{}{}}, nil
+}
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler { //nolint:errorlint // sentinel compared as net/http does
+				panic(v)
+			}
+			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
+			if !sw.wroteHeader {
+				s.writeError(sw, r, fmt.Errorf("server: panic: %v", v))
+			}
+		}
+	}()
+	switch p := r.URL.Path; {
+	case p == "/healthz":
+		writeText(sw, http.StatusOK, "ok\n")
+	case p == "/readyz":
+		s.serveReady(sw, r)
+	case p == api.BasePath || strings.HasPrefix(p, api.BasePath+"/"):
+		s.serveAPI(sw, r)
+	default:
+		r, ok := s.authenticate(sw, r)
+		if !ok {
+			return
+		}
+		if p == "/metrics" {
+			s.metrics.handler.ServeHTTP(sw, r)
+			return
+		}
+		s.writeError(sw, r, api.NewStatus(api.ReasonNotFound, "the path %q is not served", p))
+	}
+}
+
+// authenticate checks the bearer token and returns the request with the
+// caller in its context; on failure it writes the error and returns false.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		s.writeError(w, r, api.NewStatus(api.ReasonUnauthorized, "missing bearer token: send \"Authorization: Bearer <token>\""))
+		return r, false
+	}
+	u, err := s.auth.Authenticate(r.Context(), strings.TrimSpace(token))
+	if err != nil {
+		s.writeError(w, r, err)
+		return r, false
+	}
+	return r.WithContext(identity.With(r.Context(), u)), true
+}
+
+// serveReady answers 200 when the store answers within ReadyTimeout.
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.ReadyTimeout)
+	defer cancel()
+	if _, err := s.reg.Store().Revision(ctx); err != nil {
+		s.writeError(w, r, api.NewStatus(api.ReasonUnavailable, "the store does not answer"))
+		return
+	}
+	writeText(w, http.StatusOK, "ok\n")
+}
+
+// Serve serves HTTP on l until ctx ends or the listener fails. When ctx
+// ends it stops accepting connections, ends every watch and streaming
+// response cleanly, waits up to ShutdownTimeout for in-flight requests, and
+// returns nil (or the shutdown error after closing the remaining
+// connections). A listener failure is returned wrapped. Serve may be called
+// for several listeners at once.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	st := &serveState{}
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// Requests outlive ctx so that they drain; streams end through st.
+		BaseContext: func(net.Listener) context.Context {
+			return context.WithValue(context.WithoutCancel(ctx), serveKey{}, st)
+		},
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("server: serve %s: %w", l.Addr(), err)
+	case <-ctx.Done():
+	}
+	s.endStreams(st, errShutdown)
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	<-errc
+	if err != nil {
+		hs.Close()
+		return fmt.Errorf("server: shutdown: %w", err)
+	}
+	return nil
+}
+
+// CloseWatches cuts every open watch and streaming connection abruptly, as
+// a network failure would, without stopping the server. Clients see the
+// connection drop mid-stream. It does not block.
+func (s *Server) CloseWatches() { s.endStreams(nil, errCut) }
+
+// OpenWatches returns the number of open watch and streaming responses.
+func (s *Server) OpenWatches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.streams)
+}

@@ -1,0 +1,192 @@
+// Package servertest starts a real cairn API server for tests: an embedded
+// etcd (or a store shared with another test server), the registry with
+// every kind, an admin token, and HTTP on a free loopback port.
+package servertest
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"cairn.dev/cairn/auth"
+	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/kinds"
+	"cairn.dev/cairn/registry"
+	"cairn.dev/cairn/server"
+	"cairn.dev/cairn/store"
+	"cairn.dev/cairn/store/storetest"
+)
+
+// Server is a running test API server. Everything stops at test cleanup.
+type Server struct {
+	// URL is the server's base URL, "http://127.0.0.1:PORT" (no path).
+	URL string
+	// Token is an admin bearer token.
+	Token string
+	// Registry, Store and Auth are the server's own, for direct access.
+	Registry *registry.Registry
+	Store    *store.Store
+	Auth     *auth.Authenticator
+	// EtcdEndpoint is the etcd client URL, e.g. for a second server or a
+	// controller-manager process.
+	EtcdEndpoint string
+	// KeyFile is the encryption key file; servers sharing a store share it.
+	KeyFile string
+	// Metrics is the Prometheus registry /metrics serves.
+	Metrics *prometheus.Registry
+	// API is the HTTP handler, for CloseWatches and OpenWatches.
+	API *server.Server
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+	err    error
+}
+
+type config struct {
+	store            *store.Store
+	endpoint         string
+	keyFile          string
+	kinds            []registry.Kind
+	bookmarkInterval time.Duration
+	maxBodyBytes     int64
+	logger           *slog.Logger
+}
+
+// Option changes how Start builds the server.
+type Option func(*config)
+
+// WithStore serves from an existing store (endpoint is its etcd client
+// URL) instead of starting an etcd. keyFile is the encryption key file
+// the store's secrets were written with ("" creates a new key: only right
+// for an empty store).
+func WithStore(s *store.Store, endpoint, keyFile string) Option {
+	return func(c *config) { c.store, c.endpoint, c.keyFile = s, endpoint, keyFile }
+}
+
+// SharedWith serves from other's store with other's encryption key: two
+// stateless API servers over one etcd.
+func SharedWith(other *Server) Option {
+	return WithStore(other.Store, other.EtcdEndpoint, other.KeyFile)
+}
+
+// WithKinds serves these kinds instead of kinds.All().
+func WithKinds(k ...registry.Kind) Option {
+	return func(c *config) { c.kinds = k }
+}
+
+// WithBookmarkInterval sets how often watches send BOOKMARK events.
+func WithBookmarkInterval(d time.Duration) Option {
+	return func(c *config) { c.bookmarkInterval = d }
+}
+
+// WithMaxBodyBytes sets the request body limit.
+func WithMaxBodyBytes(n int64) Option {
+	return func(c *config) { c.maxBodyBytes = n }
+}
+
+// WithLogger sets the server's logger (default: discard).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// Start starts a server and stops it at test cleanup. It fails the test
+// when any part does not start.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.store == nil {
+		c.store, c.endpoint = storetest.Start(t)
+	}
+	if c.keyFile == "" {
+		c.keyFile = filepath.Join(t.TempDir(), "encryption.key")
+	}
+	if c.kinds == nil {
+		c.kinds = kinds.All()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	enc, err := registry.LoadOrCreateKey(c.keyFile)
+	if err != nil {
+		t.Fatalf("servertest: encryption key: %v", err)
+	}
+	reg, err := registry.New(c.store, registry.Options{Kinds: c.kinds, Encryption: enc,
+		BookmarkInterval: c.bookmarkInterval})
+	if err != nil {
+		t.Fatalf("servertest: registry: %v", err)
+	}
+	if err := reg.Init(ctx); err != nil {
+		t.Fatalf("servertest: init registry: %v", err)
+	}
+	a := auth.New(c.store)
+	token, err := a.EnsureAdminToken(ctx, filepath.Join(t.TempDir(), "admin.token"))
+	if err != nil {
+		t.Fatalf("servertest: admin token: %v", err)
+	}
+	metrics := prometheus.NewRegistry()
+	api, err := server.New(server.Options{Registry: reg, Auth: a, Metrics: metrics,
+		MaxBodyBytes: c.maxBodyBytes, Logger: c.logger, ShutdownTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("servertest: server: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("servertest: listen: %v", err)
+	}
+	sctx, scancel := context.WithCancel(context.Background())
+	s := &Server{
+		URL: "http://" + l.Addr().String(), Token: token,
+		Registry: reg, Store: c.store, Auth: a, EtcdEndpoint: c.endpoint, KeyFile: c.keyFile,
+		Metrics: metrics, API: api, cancel: scancel, done: make(chan struct{}),
+	}
+	go func() {
+		defer close(s.done)
+		s.err = api.Serve(sctx, l)
+	}()
+	// Registered after storetest's cleanup, so it runs before etcd stops.
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("servertest: stop: %v", err)
+		}
+	})
+	return s
+}
+
+// Stop stops the HTTP server gracefully: it refuses new connections, ends
+// open watches, and waits for in-flight requests. The store keeps running
+// (until test cleanup), so another server can take over. It is idempotent
+// and returns Serve's error.
+func (s *Server) Stop() error {
+	s.once.Do(func() {
+		s.cancel()
+		<-s.done
+	})
+	return s.err
+}
+
+// CloseWatches cuts every open watch (and streaming) connection as a
+// network failure would, so clients must reconnect and resume.
+func (s *Server) CloseWatches() { s.API.CloseWatches() }
+
+// NewToken registers a fresh token for u (e.g. a non-admin user) and
+// returns it.
+func (s *Server) NewToken(t testing.TB, u identity.User) string {
+	t.Helper()
+	token, err := auth.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Auth.Register(context.Background(), token, u); err != nil {
+		t.Fatalf("servertest: register token: %v", err)
+	}
+	return token
+}

@@ -1,0 +1,152 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"cairn.dev/cairn/api"
+)
+
+// Why a stream's context was canceled by the server.
+var (
+	errShutdown = errors.New("server: shutting down")
+	errCut      = errors.New("server: connection cut")
+)
+
+// serveState belongs to one Serve call; its requests find it in their
+// context.
+type serveState struct {
+	closing bool // guarded by Server.mu
+}
+
+type serveKey struct{}
+
+// stream is one open long-running response (a watch or a streaming action).
+type stream struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	state  *serveState // nil when not served through Serve
+}
+
+// openStream registers a long-running response. It returns false when the
+// Serve that received the request is shutting down.
+func (s *Server) openStream(r *http.Request) (*stream, bool) {
+	st, _ := r.Context().Value(serveKey{}).(*serveState)
+	ctx, cancel := context.WithCancelCause(r.Context())
+	e := &stream{ctx: ctx, cancel: cancel, state: st}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st != nil && st.closing {
+		cancel(errShutdown)
+		return nil, false
+	}
+	s.streams[e] = struct{}{}
+	return e, true
+}
+
+func (s *Server) closeStream(e *stream) {
+	s.mu.Lock()
+	delete(s.streams, e)
+	s.mu.Unlock()
+	e.cancel(nil)
+}
+
+// endStreams cancels the streams of st (all streams when st is nil) with
+// cause; with errShutdown it also refuses new streams on st.
+func (s *Server) endStreams(st *serveState, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st != nil {
+		st.closing = true
+	}
+	for e := range s.streams {
+		if st == nil || e.state == st {
+			e.cancel(cause)
+		}
+	}
+}
+
+// finishStream ends a stream's handler: a cut connection is aborted so the
+// client sees it drop; otherwise the response ends normally.
+func finishStream(e *stream) {
+	if errors.Is(context.Cause(e.ctx), errCut) {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// serveWatch streams the changes of a collection as newline-delimited JSON
+// watch events, one flush per event. The registry refuses a compacted
+// resourceVersion before the stream starts (410); a compaction that
+// overtakes the stream later ends it with an ERROR event carrying the Status.
+func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts api.ListOptions) {
+	e, ok := s.openStream(r)
+	if !ok {
+		s.writeError(w, r, api.NewStatus(api.ReasonUnavailable, "the server is shutting down"))
+		return
+	}
+	defer s.closeStream(e)
+	gauge := s.metrics.watches.WithLabelValues(rt.resourceLabel())
+	gauge.Inc()
+	defer gauge.Dec()
+
+	wt, err := s.reg.Watch(e.ctx, rt.kind.Kind, rt.ns, opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer wt.Stop()
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+
+	events := wt.Events()
+	for open := true; open; {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				open = false
+				break
+			}
+			if err := writeEvent(w, ev.Type, ev.Object); err != nil {
+				s.log.Error("encode watch event", "path", r.URL.Path, "err", err)
+				open = false
+			}
+		case <-e.ctx.Done():
+			open = false
+		}
+	}
+	wt.Stop()
+	finishStream(e)
+	if e.ctx.Err() != nil {
+		return // the client left, or the server ended the stream
+	}
+	if err := wt.Err(); err != nil {
+		st := api.AsStatus(err)
+		if st.Code >= 500 {
+			s.log.Error("watch failed", "path", r.URL.Path, "err", err)
+		}
+		_ = writeEvent(w, api.Error, st)
+	}
+}
+
+// writeEvent writes one watch event line and flushes it.
+func writeEvent(w *statusWriter, typ string, obj any) error {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	line, err := json.Marshal(api.WatchEvent{Type: typ, Object: raw})
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(append(line, '\n')); err != nil {
+		return nil // the client is gone; its context ends the stream
+	}
+	w.Flush()
+	return nil
+}
