@@ -1,0 +1,287 @@
+// Package bench measures a whole cairn server (embedded etcd, HTTP API,
+// controllers) on this machine. Run it with
+//
+//	go test -run '^$' -bench . -benchtime 1x ./bench/
+//
+// Each benchmark runs a fixed workload per iteration and reports its own
+// figures (creates/s, latency percentiles, seconds) with b.ReportMetric.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/daemon"
+)
+
+func startServer(b *testing.B) (*daemon.Daemon, client.Interface) {
+	b.Helper()
+	d, err := daemon.Start(context.Background(), daemon.Options{
+		Listen: "127.0.0.1:0", DataDir: b.TempDir(), Controllers: true, GCWorkers: 32,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = d.Stop() })
+	c, err := client.NewHTTP(client.Config{Server: d.URL(), Token: d.Token(), HTTPClient: &http.Client{
+		Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d, c
+}
+
+func secret(name string, owners ...*api.Object) *api.Object {
+	o := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"}}
+	o.Name, o.Namespace = name, "default"
+	o.SetField("stringData", json.RawMessage(`{"k":"v"}`))
+	for _, w := range owners {
+		o.OwnerReferences = append(o.OwnerReferences, api.OwnerReference{Kind: w.Kind, Name: w.Name, UID: w.UID})
+	}
+	return o
+}
+
+// percentile returns the p-th percentile (0..100) of sorted durations, in ms.
+func percentile(sorted []time.Duration, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p / 100)
+	return float64(sorted[i]) / float64(time.Millisecond)
+}
+
+// BenchmarkCreateThroughput: creates per second over HTTP with 32
+// concurrent clients on the embedded store.
+func BenchmarkCreateThroughput(b *testing.B) {
+	_, c := startServer(b)
+	const clients, perClient = 32, 500
+	ctx := context.Background()
+	var rate float64
+	for iter := 0; iter < b.N; iter++ {
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		start := time.Now()
+		for w := 0; w < clients; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < perClient; i++ {
+					if _, err := c.Create(ctx, secret(fmt.Sprintf("t%d-c%d-%d", iter, w, i))); err != nil {
+						failed.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if failed.Load() > 0 {
+			b.Fatalf("%d creates failed", failed.Load())
+		}
+		rate = float64(clients*perClient) / time.Since(start).Seconds()
+	}
+	b.ReportMetric(rate, "creates/s")
+}
+
+// paced issues op at a steady rate for a duration (open loop: one goroutine
+// per request, so a slow answer does not delay the next request) and
+// returns the sorted latencies.
+func paced(b *testing.B, rate int, d time.Duration, op func(i int) error) []time.Duration {
+	b.Helper()
+	n := int(d.Seconds() * float64(rate))
+	lat := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	for i := 0; i < n; i++ {
+		<-tick.C
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t0 := time.Now()
+			if err := op(i); err != nil {
+				failed.Add(1)
+			}
+			lat[i] = time.Since(t0)
+		}()
+	}
+	wg.Wait()
+	if failed.Load() > 0 {
+		b.Fatalf("%d requests failed", failed.Load())
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat
+}
+
+// BenchmarkLatencyAt1000rps: p50/p99 latency of get and of create at a
+// steady 1,000 requests per second each.
+func BenchmarkLatencyAt1000rps(b *testing.B) {
+	_, c := startServer(b)
+	ctx := context.Background()
+	for i := 0; i < 100; i++ {
+		if _, err := c.Create(ctx, secret(fmt.Sprintf("g%d", i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for iter := 0; iter < b.N; iter++ {
+		gets := paced(b, 1000, 5*time.Second, func(i int) error {
+			_, err := c.Get(ctx, "Secret", "default", fmt.Sprintf("g%d", i%100))
+			return err
+		})
+		creates := paced(b, 1000, 5*time.Second, func(i int) error {
+			_, err := c.Create(ctx, secret(fmt.Sprintf("p%d-%d", iter, i)))
+			return err
+		})
+		b.ReportMetric(percentile(gets, 50), "get-p50-ms")
+		b.ReportMetric(percentile(gets, 99), "get-p99-ms")
+		b.ReportMetric(percentile(creates, 50), "create-p50-ms")
+		b.ReportMetric(percentile(creates, 99), "create-p99-ms")
+	}
+}
+
+// BenchmarkCascadeDelete10k: delete an owner with 10,000 dependents and
+// measure the time until the owner and every dependent are gone.
+func BenchmarkCascadeDelete10k(b *testing.B) {
+	d, c := startServer(b)
+	local := client.NewLocal(d.Registry())
+	ctx := context.Background()
+	const deps = 10000
+	for iter := 0; iter < b.N; iter++ {
+		owner, err := local.Create(ctx, secret(fmt.Sprintf("owner%d", iter)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		for w := 0; w < 32; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < deps; i += 32 {
+					dep := secret(fmt.Sprintf("o%d-dep%d", iter, i), owner)
+					dep.Labels = map[string]string{"owner": owner.Name}
+					if _, err := local.Create(ctx, dep); err != nil {
+						failed.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if failed.Load() > 0 {
+			b.Fatalf("%d dependents not created", failed.Load())
+		}
+		time.Sleep(2 * time.Second) // let the collector's graph take in the new objects
+		start := time.Now()
+		if _, _, err := c.Delete(ctx, "Secret", "default", owner.Name, api.DeleteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			l, err := local.List(ctx, "Secret", "default", api.ListOptions{LabelSelector: "owner=" + owner.Name})
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, gerr := local.Get(ctx, "Secret", "default", owner.Name)
+			if len(l.Items) == 0 && gerr != nil {
+				break
+			}
+			if time.Since(start) > 5*time.Minute {
+				b.Fatalf("cascade not done after 5m: %d dependents left", len(l.Items))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "s/cascade")
+	}
+}
+
+// BenchmarkWatchFanout: 100 watchers over HTTP, 10,000 changes: every
+// watcher must see every change exactly once; reports the p99 delay from
+// the write's answer to its delivery.
+func BenchmarkWatchFanout(b *testing.B) {
+	_, c := startServer(b)
+	const watchers, changes, writers = 100, 10000, 16
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for iter := 0; iter < b.N; iter++ {
+		list, err := c.List(ctx, "Secret", "default", api.ListOptions{Limit: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var written sync.Map // resourceVersion → time the write returned
+		recv := make([][]time.Time, watchers)
+		rvs := make([][]string, watchers)
+		var wg sync.WaitGroup
+		for w := 0; w < watchers; w++ {
+			wt, err := c.Watch(ctx, "Secret", "default", api.ListOptions{ResourceVersion: list.ResourceVersion})
+			if err != nil {
+				b.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer wt.Stop()
+				for ev := range wt.Events() {
+					if ev.Type == api.Bookmark {
+						continue
+					}
+					recv[w] = append(recv[w], time.Now())
+					rvs[w] = append(rvs[w], ev.Object.ResourceVersion)
+					if len(rvs[w]) == changes {
+						return
+					}
+				}
+			}()
+		}
+		var wwg sync.WaitGroup
+		for wr := 0; wr < writers; wr++ {
+			wwg.Add(1)
+			go func() {
+				defer wwg.Done()
+				for i := wr; i < changes; i += writers {
+					out, err := c.Create(ctx, secret(fmt.Sprintf("w%d-%d", iter, i)))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					written.Store(out.ResourceVersion, time.Now())
+				}
+			}()
+		}
+		wwg.Wait()
+		wg.Wait()
+		var lat []time.Duration
+		for w := 0; w < watchers; w++ {
+			seen := map[string]bool{}
+			for i, rv := range rvs[w] {
+				if seen[rv] {
+					b.Fatalf("watcher %d got resourceVersion %s twice", w, rv)
+				}
+				seen[rv] = true
+				if t, ok := written.Load(rv); ok {
+					d := recv[w][i].Sub(t.(time.Time))
+					if d < 0 {
+						d = 0 // delivered before the writer saw its answer
+					}
+					lat = append(lat, d)
+				}
+			}
+			if len(seen) != changes {
+				b.Fatalf("watcher %d saw %d of %d changes", w, len(seen), changes)
+			}
+		}
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		b.ReportMetric(percentile(lat, 50), "delivery-p50-ms")
+		b.ReportMetric(percentile(lat, 99), "delivery-p99-ms")
+	}
+}

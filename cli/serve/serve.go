@@ -1,0 +1,116 @@
+// Package serve is the `cairn server` command: it runs the API server with
+// an embedded etcd (or an external etcd cluster) and, in the elected leader,
+// the controllers, until SIGINT or SIGTERM.
+package serve
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/daemon"
+)
+
+type flags struct {
+	listen             string
+	dataDir            string
+	etcdEndpoints      []string
+	encryptionKeyFile  string
+	controllers        bool
+	compactionInterval time.Duration
+	bookmarkInterval   time.Duration
+	leaderTTL          time.Duration
+	gcWorkers          int
+	logLevel           string
+	writeConfig        bool
+}
+
+// New returns the `cairn server` command.
+func New() *cobra.Command {
+	f := &flags{}
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the cairn API server and controllers",
+		Long: `Run the cairn API server. By default it keeps its data in an embedded etcd
+under --data-dir; --etcd-endpoints uses an external etcd cluster instead, so
+several servers can share it (controllers then run in one elected leader).
+
+On first start it writes an admin token to <data-dir>/admin.token and a
+client config (server URL and token) to ~/.cairn/config, which the other
+cairn commands read.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfgPath := client.DefaultConfigPath()
+			if fl := cmd.Flag("config"); fl != nil && fl.Value.String() != "" {
+				cfgPath = fl.Value.String()
+			}
+			if !f.writeConfig {
+				cfgPath = ""
+			}
+			return run(cmd.Context(), f, cfgPath, cmd.ErrOrStderr())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:7070", "address the HTTP API listens on")
+	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir(), "directory for the embedded etcd, the admin token and the encryption key")
+	fs.StringSliceVar(&f.etcdEndpoints, "etcd-endpoints", nil, "use this external etcd cluster (comma-separated URLs) instead of the embedded one")
+	fs.StringVar(&f.encryptionKeyFile, "encryption-key-file", "", "file with the secret-encryption key (default <data-dir>/encryption.key); every server on one etcd needs the same key")
+	fs.BoolVar(&f.controllers, "controllers", true, "run the controllers (in the elected leader); false serves the API only")
+	fs.DurationVar(&f.compactionInterval, "compaction-interval", 5*time.Minute, "compact store history older than this, this often")
+	fs.DurationVar(&f.bookmarkInterval, "bookmark-interval", 30*time.Second, "how often watches receive a BOOKMARK")
+	fs.DurationVar(&f.leaderTTL, "leader-ttl", 5*time.Second, "how long a dead leader blocks failover")
+	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&f.writeConfig, "write-config", true, "write ~/.cairn/config (server and admin token) when it does not exist")
+	return cmd
+}
+
+func defaultDataDir() string {
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return filepath.Join(".cairn", "data")
+	}
+	return filepath.Join(home, ".cairn", "data")
+}
+
+func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write([]byte) (int, error) }) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var endpoints []string
+	for _, e := range f.etcdEndpoints {
+		if e = strings.TrimSpace(e); e != "" {
+			endpoints = append(endpoints, e)
+		}
+	}
+	d, err := daemon.Start(ctx, daemon.Options{
+		Listen: f.listen, DataDir: f.dataDir, EtcdEndpoints: endpoints,
+		EncryptionKeyFile: f.encryptionKeyFile, ClientConfigPath: cfgPath,
+		Controllers: f.controllers, CompactionInterval: f.compactionInterval,
+		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.leaderTTL, GCWorkers: f.gcWorkers,
+		Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+		return d.Stop()
+	case <-d.Done():
+		return d.Wait()
+	}
+}

@@ -1,0 +1,242 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/daemon"
+	"cairn.dev/cairn/leader"
+	"cairn.dev/cairn/store/storetest"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func start(t *testing.T, opts daemon.Options) *daemon.Daemon {
+	t.Helper()
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1:0"
+	}
+	opts.Logger = quiet
+	d, err := daemon.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Stop() })
+	return d
+}
+
+func httpClient(t *testing.T, d *daemon.Daemon) client.Interface {
+	t.Helper()
+	c, err := client.NewHTTP(client.Config{Server: d.URL(), Token: d.Token()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func secret(name string, owners ...*api.Object) *api.Object {
+	o := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"}}
+	o.Name, o.Namespace = name, "default"
+	o.SetField("stringData", json.RawMessage(`{"password":"s3cr3t-value"}`))
+	for _, w := range owners {
+		o.OwnerReferences = append(o.OwnerReferences, api.OwnerReference{Kind: w.Kind, Name: w.Name, UID: w.UID})
+	}
+	return o
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func TestDaemon_FirstStartWritesTokenAndConfigWithPrivateModes(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "home", ".cairn", "config")
+	d := start(t, daemon.Options{DataDir: dir, ClientConfigPath: cfg})
+	for _, p := range []string{filepath.Join(dir, "admin.token"), filepath.Join(dir, "encryption.key"), cfg} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", p, st.Mode().Perm())
+		}
+	}
+	got, err := client.LoadConfig(cfg)
+	if err != nil || got.Server != d.URL() || got.Token != d.Token() {
+		t.Fatalf("client config %+v (err %v), want server %s and the admin token", got, err, d.URL())
+	}
+	resp, err := http.Get(d.URL() + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+func TestDaemon_RestartOnSameDataDirKeepsEveryObject(t *testing.T) {
+	dir := t.TempDir()
+	d := start(t, daemon.Options{DataDir: dir})
+	c := httpClient(t, d)
+	ctx := context.Background()
+	for i := 0; i < 20; i++ {
+		if _, err := c.Create(ctx, secret(fmt.Sprintf("keep%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	token := d.Token()
+	if err := d.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	d2 := start(t, daemon.Options{DataDir: dir})
+	if d2.Token() != token {
+		t.Fatalf("admin token changed across a restart")
+	}
+	l, err := httpClient(t, d2).List(ctx, "Secret", "default", api.ListOptions{})
+	if err != nil || len(l.Items) != 20 {
+		t.Fatalf("after restart: %d secrets (err %v), want 20", len(l.Items), err)
+	}
+	var s api.Secret
+	if err := l.Items[0].Into(&s); err != nil || string(s.Data["password"]) != "s3cr3t-value" {
+		t.Fatalf("secret value after restart: %v", err)
+	}
+}
+
+// gcActions sums cairn_gc_actions_total in a daemon's metrics; -1 when the
+// collector never ran there.
+func gcActions(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "cairn_gc_actions_total" {
+			sum := 0.0
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+			return sum
+		}
+	}
+	return -1
+}
+
+// TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade
+// runs two API servers on one etcd: both serve the API, only the elected
+// leader's garbage collector acts, and when the leader stops in the middle
+// of a cascade the other server takes over and finishes it.
+func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *testing.T) {
+	s, endpoint := storetest.Start(t)
+	key := filepath.Join(t.TempDir(), "shared.key")
+	opts := func() daemon.Options {
+		return daemon.Options{DataDir: t.TempDir(), EtcdEndpoints: []string{endpoint}, EncryptionKeyFile: key,
+			Controllers: true, LeaderTTL: 2 * time.Second}
+	}
+	d1, d2 := start(t, opts()), start(t, opts())
+	ctx := context.Background()
+	c1, c2 := httpClient(t, d1), httpClient(t, d2)
+
+	var lead, follow *daemon.Daemon
+	eventually(t, 15*time.Second, "a leader", func() bool {
+		id, _ := leader.Current(ctx, s.Client(), "controllers")
+		switch id {
+		case d1.URL():
+			lead, follow = d1, d2
+		case d2.URL():
+			lead, follow = d2, d1
+		}
+		return lead != nil
+	})
+
+	// A small cascade created through one server, deleted through the other.
+	owner, err := c1.Create(ctx, secret("owner"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if _, err := c2.Create(ctx, secret(fmt.Sprintf("dep%d", i), owner)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := c2.Delete(ctx, "Secret", "default", "owner", api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the first cascade", func() bool {
+		l, err := c1.List(ctx, "Secret", "default", api.ListOptions{})
+		return err == nil && len(l.Items) == 0
+	})
+	if got := gcActions(t, follow.Metrics()); got > 0 {
+		t.Fatalf("the follower's collector acted %v times", got)
+	}
+	if got := gcActions(t, lead.Metrics()); got <= 0 {
+		t.Fatalf("the leader's collector did not act (actions %v)", got)
+	}
+
+	// A larger cascade; the leader stops as soon as it starts.
+	big, err := c1.Create(ctx, secret("big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := client.NewLocal(follow.Registry())
+	for i := 0; i < 300; i++ {
+		if _, err := local.Create(ctx, secret(fmt.Sprintf("big%d", i), big)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	survivor := httpClient(t, follow)
+	if _, _, err := survivor.Delete(ctx, "Secret", "default", "big", api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lead.Stop(); err != nil {
+		t.Fatalf("stop leader: %v", err)
+	}
+	eventually(t, 15*time.Second, "failover to the other server", func() bool {
+		id, _ := leader.Current(ctx, s.Client(), "controllers")
+		return id == follow.URL()
+	})
+	eventually(t, 60*time.Second, "the cascade to finish on the new leader", func() bool {
+		l, err := survivor.List(ctx, "Secret", "default", api.ListOptions{})
+		return err == nil && len(l.Items) == 0
+	})
+	if _, err := survivor.Get(ctx, "Secret", "default", "big"); !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("owner still present: %v", err)
+	}
+}
+
+func TestDaemon_PureAPIServerRunsNoControllers(t *testing.T) {
+	d := start(t, daemon.Options{DataDir: t.TempDir(), Controllers: false})
+	c := httpClient(t, d)
+	ctx := context.Background()
+	if _, err := c.Create(ctx, secret("x")); err != nil {
+		t.Fatal(err)
+	}
+	obj, gone, err := c.Delete(ctx, "Secret", "default", "x", api.DeleteOptions{})
+	if err != nil || gone || !obj.Deleting() {
+		t.Fatalf("delete: gone=%v err=%v", gone, err)
+	}
+	time.Sleep(500 * time.Millisecond) // give a (wrongly) running collector time to act
+	got, err := c.Get(ctx, "Secret", "default", "x")
+	if err != nil || !strings.Contains(strings.Join(got.Finalizers, ","), api.FinalizerCascadeDeletion) {
+		t.Fatalf("without controllers the object must stay marked: %v %v", got, err)
+	}
+}
