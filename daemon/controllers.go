@@ -13,7 +13,7 @@ import (
 func (d *Daemon) controllers(c client.Interface) map[string]func(ctx context.Context) error {
 	return map[string]func(ctx context.Context) error{
 		"gc": func(ctx context.Context) error {
-			return gc.New(c, gc.Options{Workers: d.opts.GCWorkers, Logger: d.log.With("controller", "gc"),
+			return gc.New(c, gc.Options{Workers: d.opts.GCWorkers, Logger: d.log,
 				Metrics: d.metrics}).Run(ctx)
 		},
 	}
