@@ -1,0 +1,81 @@
+// Package clitest runs `cairn` commands in-process for tests, against a
+// real test server, with buffers for the streams.
+package clitest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"cairn.dev/cairn/cli/root"
+)
+
+// Buffer is a bytes.Buffer safe for a command writing while a test reads.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns everything written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Result is the outcome of one command run.
+type Result struct {
+	Out, Err string
+	// Error is what Execute returned.
+	Error error
+}
+
+// Cmd describes a command run: the arguments (without "cairn") and, for
+// reading `-f -`, standard input.
+type Cmd struct {
+	Args  []string
+	Stdin string
+}
+
+// Run runs `cairn args...` against the server at url with token (flags
+// --server and --token, and a --config file that does not exist, so the
+// user's own config is never read). It blocks until the command returns.
+func Run(t testing.TB, url, token string, args ...string) Result {
+	t.Helper()
+	return RunContext(context.Background(), t, url, token, Cmd{Args: args}, nil)
+}
+
+// RunContext is Run with a context (cancel it to end a watch), standard
+// input, and out, when not nil, receiving the output as it is written.
+func RunContext(ctx context.Context, t testing.TB, url, token string, c Cmd, out *Buffer) Result {
+	t.Helper()
+	if out == nil {
+		out = &Buffer{}
+	}
+	var errOut Buffer
+	var global []string
+	if url != "" {
+		global = append(global, "--server", url)
+	}
+	if token != "" {
+		global = append(global, "--token", token)
+	}
+	global = append(global, "--config", filepath.Join(t.TempDir(), "no-config"))
+	cmd := root.New(root.IOStreams{In: strings.NewReader(c.Stdin), Out: out, ErrOut: &errOut})
+	cmd.SetArgs(append(global, c.Args...))
+	err := cmd.ExecuteContext(ctx)
+	return Result{Out: out.String(), Err: errOut.String(), Error: err}
+}
+
+var _ io.Writer = (*Buffer)(nil)

@@ -1,0 +1,214 @@
+// Package session holds what every `cairn` command shares: the standard
+// streams, the global flags (--server, --token, --config, --namespace), the
+// API client built from them on first use, kind resolution through
+// discovery, and the wording of errors shown to users.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+)
+
+// IOStreams are the standard streams a command reads and writes.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// Session is the state shared by the commands of one `cairn` invocation.
+// The root command binds the global flags to its fields; commands call
+// Client and Kind once the flags are parsed. It is safe for concurrent use
+// after flag parsing.
+type Session struct {
+	Streams IOStreams
+	// Server, Token and ConfigPath are the global flags; "" means unset.
+	Server, Token, ConfigPath string
+	// Namespace is the value of -n/--namespace.
+	Namespace string
+	// NewClient builds the API client from the resolved config; default
+	// client.NewHTTP.
+	NewClient func(client.Config) (client.Interface, error)
+
+	mu     sync.Mutex
+	cfg    client.Config
+	client client.Interface
+	kinds  []api.KindInfo
+}
+
+// New returns a session writing to streams.
+func New(streams IOStreams) *Session {
+	return &Session{Streams: streams, Namespace: api.DefaultNamespace}
+}
+
+// Config resolves the client configuration from the flags, then
+// CAIRN_SERVER/CAIRN_TOKEN, then the config file. It fails only when the
+// config file exists and does not parse.
+func (s *Session) Config() (client.Config, error) {
+	cfg, err := client.ResolveConfig(s.Server, s.Token, s.ConfigPath)
+	if err != nil {
+		return cfg, fmt.Errorf("cannot read the cairn client configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// Client returns the API client, building it on the first call. It does not
+// contact the server. Errors: an unreadable config file or a bad server
+// address.
+func (s *Session) Client() (client.Interface, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client != nil {
+		return s.client, nil
+	}
+	cfg, err := s.Config()
+	if err != nil {
+		return nil, err
+	}
+	newClient := s.NewClient
+	if newClient == nil {
+		newClient = client.NewHTTP
+	}
+	c, err := newClient(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot use the cairn server address %q: %w", cfg.Server, err)
+	}
+	s.cfg, s.client = cfg, c
+	return c, nil
+}
+
+// Kinds returns the kinds the server serves, asking it once per session.
+// It blocks on the discovery request; errors are the client's (server
+// unreachable, token rejected, ...).
+func (s *Session) Kinds(ctx context.Context) ([]api.KindInfo, error) {
+	c, err := s.Client()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	kinds := s.kinds
+	s.mu.Unlock()
+	if kinds != nil {
+		return kinds, nil
+	}
+	kinds, err = c.Kinds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.kinds = kinds
+	s.mu.Unlock()
+	return kinds, nil
+}
+
+// Kind resolves what a user typed — a kind, its plural or a short name, in
+// any case — through discovery. An unknown kind is an error listing the
+// kinds the server serves.
+func (s *Session) Kind(ctx context.Context, name string) (api.KindInfo, error) {
+	kinds, err := s.Kinds(ctx)
+	if err != nil {
+		return api.KindInfo{}, err
+	}
+	if k, ok := Resolve(kinds, name); ok {
+		return k, nil
+	}
+	return api.KindInfo{}, UnknownKind(kinds, name)
+}
+
+// Resolve finds name among kinds by kind, plural or short name, ignoring
+// case.
+func Resolve(kinds []api.KindInfo, name string) (api.KindInfo, bool) {
+	for _, k := range kinds {
+		if strings.EqualFold(k.Kind, name) || strings.EqualFold(k.Plural, name) ||
+			slices.ContainsFunc(k.ShortNames, func(s string) bool { return strings.EqualFold(s, name) }) {
+			return k, true
+		}
+	}
+	return api.KindInfo{}, false
+}
+
+// UnknownKind is the error for a kind the server does not serve; it lists
+// those it does, with their short names.
+func UnknownKind(kinds []api.KindInfo, name string) error {
+	var served []string
+	for _, k := range kinds {
+		s := k.Kind
+		if len(k.ShortNames) > 0 {
+			s += " (" + strings.Join(k.ShortNames, ", ") + ")"
+		}
+		served = append(served, s)
+	}
+	slices.Sort(served)
+	return fmt.Errorf("unknown kind %q: the server serves %s", name, strings.Join(served, ", "))
+}
+
+// NamespaceFor returns the namespace to use for an object of kind k: "" for
+// cluster-scoped kinds, else ns when set, else the -n flag.
+func (s *Session) NamespaceFor(k api.KindInfo, ns string) string {
+	switch {
+	case !k.Namespaced:
+		return ""
+	case ns != "":
+		return ns
+	default:
+		return s.Namespace
+	}
+}
+
+// Explain rewords an error for the user: an unreachable server says how to
+// start one, a rejected token keeps the client's message naming the token's
+// source, and an Invalid error lists each field error on its own line.
+// Other errors come back as they are.
+func Explain(err error) error {
+	var done *explained
+	if err == nil || errors.As(err, &done) {
+		return err
+	}
+	var unreachable *client.UnreachableError
+	if errors.As(err, &unreachable) {
+		return &explained{err: err, msg: fmt.Sprintf("cannot reach the cairn server at %s: %s — start it with 'cairn server'",
+			unreachable.URL, transportCause(unreachable.Err))}
+	}
+	var st *api.Status
+	if errors.As(err, &st) && st.Reason == api.ReasonInvalid && st.Details != nil && len(st.Details.Causes) > 0 {
+		var b strings.Builder
+		prefix := strings.TrimSuffix(err.Error(), st.Message)
+		fmt.Fprintf(&b, "%s%s %q is invalid:", prefix, st.Details.Kind, st.Details.Name)
+		for _, c := range st.Details.Causes {
+			fmt.Fprintf(&b, "\n  * %s: %s", c.Field, c.Message)
+		}
+		return &explained{err: err, msg: b.String()}
+	}
+	return err
+}
+
+// transportCause reduces a transport error to its last, human part
+// ("connection refused", "no such host").
+func transportCause(err error) string {
+	if err == nil {
+		return "no answer"
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return msg
+}
+
+// explained is an error with a better message that still matches the
+// original with errors.Is and errors.As.
+type explained struct {
+	err error
+	msg string
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
