@@ -119,6 +119,9 @@ func (c *localClient) ActionStream(ctx context.Context, req ActionRequest) (io.R
 		return nil, err
 	}
 	if res.Stream == nil {
+		if res.Object == nil {
+			return io.NopCloser(bytes.NewReader(nil)), nil
+		}
 		b, err := json.Marshal(res.Object)
 		if err != nil {
 			return nil, fmt.Errorf("client: action %s: encode result: %w", req.Action, err)
