@@ -70,14 +70,11 @@ func (r *Registry) createOnce(ctx context.Context, k *Kind, obj *api.Object) (*a
 		errs = append(errs, field.Forbidden(metaPath.Child("finalizers"),
 			api.FinalizerCascadeDeletion+" is managed by the server"))
 	}
-	if len(errs) > 0 {
-		return nil, api.NewInvalid(k.Kind, obj.Name, errs)
-	}
-	out, errs, err := k.prepare(obj, nil, opCreate)
+	out, kindErrs, err := k.prepare(obj, nil, opCreate)
 	if err != nil {
 		return nil, err
 	}
-	if len(errs) > 0 {
+	if errs = append(errs, kindErrs...); len(errs) > 0 {
 		return nil, api.NewInvalid(k.Kind, obj.Name, errs)
 	}
 	guards, err := r.checkNamespace(ctx, k, out.Namespace)

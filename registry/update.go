@@ -153,6 +153,7 @@ func (r *Registry) writeOnce(ctx context.Context, k *Kind, next *api.Object, cur
 	}
 	var obj *api.Object
 	var ownerGuards []store.Cond
+	var metaErrs field.ErrorList
 	if op == opStatus {
 		obj = old.DeepCopy()
 		obj.SetField(api.FieldStatus, next.Field(api.FieldStatus))
@@ -161,22 +162,19 @@ func (r *Registry) writeOnce(ctx context.Context, k *Kind, next *api.Object, cur
 		obj.UID, obj.CreationTimestamp, obj.DeletionTimestamp = old.UID, old.CreationTimestamp, old.DeletionTimestamp
 		obj.Generation, obj.GenerateName = old.Generation, old.GenerateName
 		obj.SetField(api.FieldStatus, old.Field(api.FieldStatus))
-		errs := validateMeta(k, obj)
-		errs = append(errs, validateFinalizerChange(old, obj)...)
-		if len(errs) > 0 {
-			return nil, api.NewInvalid(k.Kind, obj.Name, errs)
-		}
-		var err error
-		if ownerGuards, err = r.checkOwners(ctx, k, obj, old.OwnerReferences); err != nil {
-			return nil, err
-		}
+		metaErrs = append(validateMeta(k, obj), validateFinalizerChange(old, obj)...)
 	}
 	out, errs, err := k.prepare(obj, old, op)
 	if err != nil {
 		return nil, err
 	}
-	if len(errs) > 0 {
+	if errs = append(metaErrs, errs...); len(errs) > 0 {
 		return nil, api.NewInvalid(k.Kind, obj.Name, errs)
+	}
+	if op != opStatus {
+		if ownerGuards, err = r.checkOwners(ctx, k, out, old.OwnerReferences); err != nil {
+			return nil, err
+		}
 	}
 	if op == opUpdate && string(desired(out)) != string(desired(old)) {
 		out.Generation = old.Generation + 1
