@@ -1,0 +1,398 @@
+package informer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/informer"
+	"cairn.dev/cairn/server/servertest"
+)
+
+// partition is a network between the client and the server that the test
+// can cut: while down, new connections fail as if the server were
+// unreachable. With keep-alives off, every request dials, so nothing gets
+// through.
+type partition struct{ down atomic.Bool }
+
+func (p *partition) client(t *testing.T, srv *servertest.Server) client.Interface {
+	t.Helper()
+	var d net.Dialer
+	tr := &http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if p.down.Load() {
+				return nil, errors.New("network partitioned by the test")
+			}
+			return d.DialContext(ctx, network, addr)
+		},
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := client.NewHTTP(client.Config{Server: srv.URL, Token: srv.Token, HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// cut partitions the network and closes the open watches.
+func (p *partition) cut(srv *servertest.Server) {
+	p.down.Store(true)
+	srv.CloseWatches()
+}
+
+func (p *partition) heal() { p.down.Store(false) }
+
+// recorder counts what a handler receives, per object key.
+type recorder struct {
+	mu      sync.Mutex
+	adds    map[string]int
+	updates map[string]int
+	resyncs map[string]int
+	deletes map[string]int
+	log     []string
+}
+
+func newRecorder() *recorder {
+	return &recorder{adds: map[string]int{}, updates: map[string]int{}, resyncs: map[string]int{}, deletes: map[string]int{}}
+}
+
+func key(o *api.Object) string { return api.Key(o.Namespace, o.Name) }
+
+func (r *recorder) handler() informer.Handler {
+	return informer.Handler{
+		OnAdd: func(o *api.Object) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.adds[key(o)]++
+			r.log = append(r.log, "add "+key(o))
+		},
+		OnUpdate: func(old, new *api.Object) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if old == new {
+				r.resyncs[key(new)]++
+				return
+			}
+			r.updates[key(new)]++
+			r.log = append(r.log, "update "+key(new))
+		},
+		OnDelete: func(o *api.Object) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.deletes[key(o)]++
+			r.log = append(r.log, "delete "+key(o))
+		},
+	}
+}
+
+// waitFor polls cond (under the recorder's lock) until it holds.
+func (r *recorder) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r.mu.Lock()
+		ok := cond()
+		log := strings.Join(r.log, ", ")
+		r.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; events: %s", what, log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func run(t *testing.T, inf *informer.Informer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		inf.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	})
+	sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer scancel()
+	if !inf.WaitForSync(sctx) {
+		t.Fatal("informer did not sync")
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func secret(ns, name string, labels map[string]string) *api.Object {
+	return &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"},
+		ObjectMeta: api.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
+}
+
+func create(t *testing.T, c client.Interface, objs ...*api.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if _, err := c.Create(ctxT(t), o); err != nil {
+			t.Fatalf("create %s: %v", o.Name, err)
+		}
+	}
+}
+
+func label(t *testing.T, c client.Interface, name, k, v string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, k, v)
+	if _, err := c.Patch(ctxT(t), "Secret", "default", name, []byte(patch), false); err != nil {
+		t.Fatalf("patch %s: %v", name, err)
+	}
+}
+
+func forceDelete(t *testing.T, c client.Interface, name string) {
+	t.Helper()
+	if _, _, err := c.Delete(ctxT(t), "Secret", "default", name, api.DeleteOptions{Force: true}); err != nil {
+		t.Fatalf("delete %s: %v", name, err)
+	}
+}
+
+func names(objs []*api.Object) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestInformer_SyncsAndDeliversChanges(t *testing.T) {
+	srv := servertest.Start(t)
+	httpc, err := client.NewHTTP(client.Config{Server: srv.URL, Token: srv.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]client.Interface{"http": httpc, "local": client.NewLocal(srv.Registry)} {
+		t.Run(name, func(t *testing.T) {
+			prefix := name + "-"
+			create(t, c, secret("default", prefix+"a", map[string]string{"set": name}),
+				secret("default", prefix+"b", map[string]string{"set": name}))
+			rec := newRecorder()
+			// A small page size makes the first list take several pages.
+			inf := informer.New(c, "Secret", "default", informer.Options{LabelSelector: "set=" + name, PageSize: 1})
+			inf.AddEventHandler(rec.handler())
+			run(t, inf)
+
+			rec.mu.Lock()
+			if rec.adds[key(secret("default", prefix+"a", nil))] != 1 || rec.adds[key(secret("default", prefix+"b", nil))] != 1 || len(rec.adds) != 2 {
+				t.Errorf("adds after sync = %v, want a and b once", rec.adds)
+			}
+			rec.mu.Unlock()
+			if got := names(inf.List()); strings.Join(got, ",") != prefix+"a,"+prefix+"b" {
+				t.Errorf("List = %v", got)
+			}
+			if o, ok := inf.Get("default", prefix+"a"); !ok || o.Name != prefix+"a" {
+				t.Errorf("Get(a) = %v, %v", o, ok)
+			}
+			if inf.ResourceVersion() == "" {
+				t.Error("ResourceVersion empty after sync")
+			}
+
+			create(t, c, secret("default", prefix+"c", map[string]string{"set": name}))
+			label(t, c, prefix+"a", "x", "1")
+			forceDelete(t, c, prefix+"b")
+			label(t, c, prefix+"c", "set", "other") // leaves the selection
+			want := []string{"add default/" + prefix + "a", "add default/" + prefix + "b", // initial list, key order
+				"add default/" + prefix + "c", "update default/" + prefix + "a",
+				"delete default/" + prefix + "b", "delete default/" + prefix + "c"}
+			rec.waitFor(t, "the changes", func() bool { return len(rec.log) >= len(want) })
+			rec.mu.Lock()
+			got := strings.Join(rec.log, ", ")
+			rec.mu.Unlock()
+			if got != strings.Join(want, ", ") {
+				t.Errorf("events:\n got %s\nwant %s", got, strings.Join(want, ", "))
+			}
+			if o, ok := inf.Get("default", prefix+"a"); !ok || o.Labels["x"] != "1" {
+				t.Errorf("cache not updated: %v", o)
+			}
+			if _, ok := inf.Get("default", prefix+"b"); ok {
+				t.Error("deleted object still cached")
+			}
+
+			// A handler added late first gets the cached objects.
+			late := newRecorder()
+			inf.AddEventHandler(late.handler())
+			late.mu.Lock()
+			if len(late.adds) != 1 || late.adds["default/"+prefix+"a"] != 1 {
+				t.Errorf("late handler adds = %v, want only a", late.adds)
+			}
+			late.mu.Unlock()
+		})
+	}
+}
+
+func TestInformer_ResumesAfterCutWatchWithoutLosingOrDuplicatingEvents(t *testing.T) {
+	srv := servertest.Start(t)
+	var net partition
+	c := net.client(t, srv)
+	local := client.NewLocal(srv.Registry)
+	const objects = 5
+	var all []*api.Object
+	for i := range objects {
+		all = append(all, secret("default", fmt.Sprintf("s%d", i), nil))
+	}
+	create(t, local, all[:2]...)
+
+	rec := newRecorder()
+	inf := informer.New(c, "Secret", "default", informer.Options{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	inf.AddEventHandler(rec.handler())
+	run(t, inf)
+
+	wantUpdates := map[string]int{}
+	for round := range 3 {
+		waitWatching(t, srv)
+		net.cut(srv)
+		// Written while the informer is disconnected: two updates of each
+		// existing object (a relist would merge them into one), one new
+		// object.
+		for _, o := range all[:2+round] {
+			label(t, local, o.Name, "round", fmt.Sprint(round))
+			label(t, local, o.Name, "again", fmt.Sprint(round))
+			wantUpdates[key(o)] += 2
+		}
+		create(t, local, all[2+round])
+		net.heal()
+	}
+	rec.waitFor(t, "every change", func() bool {
+		for k, n := range wantUpdates {
+			if rec.updates[k] < n {
+				return false
+			}
+		}
+		return len(rec.adds) == objects
+	})
+	time.Sleep(100 * time.Millisecond) // let any duplicate arrive before counting
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, o := range all {
+		k := key(o)
+		if rec.adds[k] != 1 {
+			t.Errorf("%s added %d times, want 1", k, rec.adds[k])
+		}
+		if rec.updates[k] != wantUpdates[k] {
+			t.Errorf("%s updated %d times, want %d", k, rec.updates[k], wantUpdates[k])
+		}
+		if rec.deletes[k] != 0 {
+			t.Errorf("%s deleted %d times, want 0", k, rec.deletes[k])
+		}
+	}
+}
+
+// waitWatching waits until the server has an open watch.
+func waitWatching(t *testing.T, srv *servertest.Server) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for srv.API.OpenWatches() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the informer did not open a watch")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestInformer_RelistsAfterGoneAndReconcilesTheCache(t *testing.T) {
+	srv := servertest.Start(t)
+	var net partition
+	c := net.client(t, srv)
+	local := client.NewLocal(srv.Registry)
+	create(t, local, secret("default", "keep", nil), secret("default", "vanish", nil),
+		secret("default", "change", nil), secret("default", "reborn", nil))
+
+	rec := newRecorder()
+	inf := informer.New(c, "Secret", "default", informer.Options{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	inf.AddEventHandler(rec.handler())
+	run(t, inf)
+	oldReborn, _ := inf.Get("default", "reborn")
+	waitWatching(t, srv)
+
+	net.cut(srv)
+	forceDelete(t, local, "vanish")
+	label(t, local, "change", "v", "2")
+	forceDelete(t, local, "reborn")
+	create(t, local, secret("default", "reborn", nil), secret("default", "new", nil))
+	ctx := ctxT(t)
+	rev, err := srv.Store.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Store.Compact(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	net.heal()
+
+	rec.waitFor(t, "the relist", func() bool { return rec.adds["default/new"] == 1 })
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	want := map[string][4]int{ // adds, updates, deletes after the initial list
+		"default/keep":   {1, 0, 0},
+		"default/vanish": {1, 0, 1},
+		"default/change": {1, 1, 0},
+		"default/reborn": {2, 0, 1}, // a new uid: the old one is deleted, the new one added
+		"default/new":    {1, 0, 0},
+	}
+	for k, w := range want {
+		got := [4]int{rec.adds[k], rec.updates[k], rec.deletes[k]}
+		if got != w {
+			t.Errorf("%s: adds/updates/deletes = %v, want %v", k, got[:3], w[:3])
+		}
+	}
+	if got := names(inf.List()); strings.Join(got, ",") != "change,keep,new,reborn" {
+		t.Errorf("cache after relist = %v", got)
+	}
+	if o, _ := inf.Get("default", "reborn"); o.UID == oldReborn.UID {
+		t.Error("cache kept the old incarnation of reborn")
+	}
+}
+
+func TestInformer_ResyncRedeliversEveryObject(t *testing.T) {
+	srv := servertest.Start(t)
+	c := client.NewLocal(srv.Registry)
+	create(t, c, secret("default", "r1", nil), secret("default", "r2", nil))
+	rec := newRecorder()
+	inf := informer.New(c, "Secret", "default", informer.Options{ResyncPeriod: 50 * time.Millisecond})
+	inf.AddEventHandler(rec.handler())
+	run(t, inf)
+	rec.waitFor(t, "two resyncs", func() bool { return rec.resyncs["default/r1"] >= 2 && rec.resyncs["default/r2"] >= 2 })
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.updates) != 0 {
+		t.Errorf("resync delivered changes %v, want only old == new", rec.updates)
+	}
+}
+
+func TestInformer_WaitForSyncReturnsFalseWhenCancelled(t *testing.T) {
+	srv := servertest.Start(t)
+	c := client.NewLocal(srv.Registry)
+	inf := informer.New(c, "Secret", "default", informer.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if inf.WaitForSync(ctx) || inf.HasSynced() {
+		t.Error("an informer that never ran reports synced")
+	}
+}
