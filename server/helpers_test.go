@@ -230,8 +230,8 @@ func startWithWidgets(t testing.TB, h *widgetHooks, opts ...servertest.Option) *
 func widgetBody(ns, name string, size int) map[string]any {
 	return map[string]any{
 		"apiVersion": api.APIVersion, "kind": "Widget",
-		"metadata":   map[string]any{"name": name, "namespace": ns},
-		"spec":       map[string]any{"size": size},
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{"size": size},
 	}
 }
 
