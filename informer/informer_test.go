@@ -217,8 +217,9 @@ func TestInformer_SyncsAndDeliversChanges(t *testing.T) {
 			create(t, c, secret("default", prefix+"c", map[string]string{"set": name}))
 			label(t, c, prefix+"a", "x", "1")
 			forceDelete(t, c, prefix+"b")
-			label(t, c, prefix+"c", "set", "other")                                        // leaves the selection
-			want := []string{"add default/" + prefix + "a", "add default/" + prefix + "b", // initial list, key order
+			label(t, c, prefix+"c", "set", "other") // leaves the selection
+			// The initial list comes first, in key order.
+			want := []string{"add default/" + prefix + "a", "add default/" + prefix + "b",
 				"add default/" + prefix + "c", "update default/" + prefix + "a",
 				"delete default/" + prefix + "b", "delete default/" + prefix + "c"}
 			rec.waitFor(t, "the changes", func() bool { return len(rec.log) >= len(want) })
