@@ -51,9 +51,27 @@ func (r *Registry) decode(k *Kind, kv *store.KV) (*api.Object, error) {
 	return obj, nil
 }
 
-// read fetches one object; NotFound when absent.
+// read fetches one object at the latest revision; NotFound when absent.
 func (r *Registry) read(ctx context.Context, k *Kind, ns, name string) (*stored, error) {
-	kv, err := r.store.Get(ctx, r.key(k, ns, name))
+	return r.readWith(ctx, r.store.Get, k, ns, name)
+}
+
+// readGuard fetches an object that a write will guard with its revision. A
+// stale positive answer only makes that write fail and retry, so it skips
+// the quorum round of a linearizable read; an answer that accept rejects
+// (or NotFound) is confirmed with a linearizable read before the caller
+// acts on it, since an etcd member may lag behind.
+func (r *Registry) readGuard(ctx context.Context, k *Kind, ns, name string, accept func(*stored) bool) (*stored, error) {
+	cur, err := r.readWith(ctx, r.store.GetStale, k, ns, name)
+	if err == nil && accept(cur) {
+		return cur, nil
+	}
+	return r.read(ctx, k, ns, name)
+}
+
+func (r *Registry) readWith(ctx context.Context, get func(context.Context, string) (*store.KV, error),
+	k *Kind, ns, name string) (*stored, error) {
+	kv, err := get(ctx, r.key(k, ns, name))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, api.NewNotFound(k.Kind, name)
 	}

@@ -102,7 +102,7 @@ func (r *Registry) checkNamespace(ctx context.Context, k *Kind, ns string) ([]gu
 		return nil, nil
 	}
 	nsKind := r.kinds["Namespace"]
-	cur, err := r.read(ctx, nsKind, "", ns)
+	cur, err := r.readGuard(ctx, nsKind, "", ns, func(s *stored) bool { return !s.obj.Deleting() })
 	if errors.Is(err, api.ErrNotFound) {
 		return nil, api.NewNotFound("Namespace", ns)
 	}
@@ -136,7 +136,9 @@ func (r *Registry) checkOwners(ctx context.Context, k *Kind, obj *api.Object, ke
 				"owners must be in the same namespace as their dependents (a namespaced object is owned by its Namespace implicitly)"))
 			continue
 		}
-		cur, err := r.read(ctx, ok, obj.Namespace, o.Name)
+		cur, err := r.readGuard(ctx, ok, obj.Namespace, o.Name, func(s *stored) bool {
+			return s.obj.UID == o.UID && !s.obj.Deleting()
+		})
 		if errors.Is(err, api.ErrNotFound) {
 			errs = append(errs, field.NotFound(p, fmt.Sprintf("%s %q in namespace %q", ok.Kind, o.Name, obj.Namespace)))
 			continue

@@ -59,6 +59,22 @@ func (s *Store) Get(ctx context.Context, key string) (*KV, error) {
 	return toKV(resp.Kvs[0]), nil
 }
 
+// GetStale reads one key from the local etcd member without a quorum
+// round, so it may miss the latest writes. Use it only for values that a
+// write then guards with Unchanged, which fails (ErrPrecondition) if the
+// value read was stale. It returns ErrNotFound when the key does not exist
+// locally.
+func (s *Store) GetStale(ctx context.Context, key string) (*KV, error) {
+	resp, err := s.cli.Get(ctx, key, clientv3.WithSerializable())
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, ErrNotFound
+	}
+	return toKV(resp.Kvs[0]), nil
+}
+
 // ListOptions bounds a List.
 type ListOptions struct {
 	// Revision pins the read; 0 reads the latest revision.
