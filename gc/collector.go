@@ -1,0 +1,501 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controller"
+	"cairn.dev/cairn/informer"
+)
+
+// Options configures a Collector. The zero value is usable.
+type Options struct {
+	// Workers is the number of objects handled concurrently; default 4.
+	Workers int
+	// Logger receives the collector's logs; default slog.Default().
+	Logger *slog.Logger
+	// Metrics, when set, receives the work queue metrics of the "gc"
+	// controller and the collector's own: cairn_gc_graph_nodes,
+	// cairn_gc_actions_total{action}.
+	Metrics prometheus.Registerer
+	// ConfirmRetry is how long an object waits before it is handled again
+	// when the graph believed an owner gone that the API still has (the
+	// graph lags behind); default 1s.
+	ConfirmRetry time.Duration
+}
+
+// maxWriteAttempts bounds the read-modify-write retries on Conflict.
+const maxWriteAttempts = 10
+
+// parallelDeletes bounds the deletions one cascade issues at once.
+const parallelDeletes = 16
+
+// Collector is the garbage collector: one controller whose keys are object
+// uids, fed by an informer per kind that keeps the dependency graph
+// current. It acts only through the client: Delete (with a uid
+// precondition) for dependents and orphans, Update (with the
+// resourceVersion compare-and-swap, re-read and retried on Conflict) to
+// drop an owner reference, remove cascade-deletion or report a cycle.
+type Collector struct {
+	c    client.Interface
+	opts Options
+	log  *slog.Logger
+	m    *metrics
+
+	mu    sync.Mutex
+	graph *Graph
+	// requested holds uids whose deletion this collector issued and whose
+	// deleting state the graph has not seen yet, so that an owner handled
+	// again meanwhile does not delete them twice.
+	requested map[string]struct{}
+	// informers by kind name, for cached reads.
+	informers map[string]*informer.Informer
+	ctrl      *controller.Controller
+}
+
+// New builds a collector acting through c. It does nothing until Run.
+func New(c client.Interface, opts Options) *Collector {
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ConfirmRetry <= 0 {
+		opts.ConfirmRetry = time.Second
+	}
+	log := opts.Logger.With("controller", "gc")
+	return &Collector{
+		c: c, opts: opts, log: log, m: newMetrics(opts.Metrics, log),
+		graph: NewGraph(), requested: map[string]struct{}{},
+		informers: map[string]*informer.Informer{},
+	}
+}
+
+// Run discovers the kinds, lists and watches every one of them into the
+// graph and, once every list is in, handles deleting and orphaned objects
+// until ctx is done. Deleting objects found by the lists are handled first
+// thing, so a cascade interrupted by a restart finishes. Run blocks; it
+// returns nil when ctx is done (after its informers and workers have
+// stopped), or an error at once when the kinds cannot be discovered. A
+// Collector runs once.
+func (c *Collector) Run(ctx context.Context) error {
+	kinds, err := c.c.Kinds(ctx)
+	if err != nil {
+		return fmt.Errorf("gc: discover kinds: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	c.ctrl = controller.New("gc", controller.ReconcilerFunc(c.reconcile), controller.Options{
+		Workers: c.opts.Workers, Logger: c.opts.Logger, Metrics: c.opts.Metrics,
+	})
+	var wg sync.WaitGroup
+	infs := make([]*informer.Informer, 0, len(kinds))
+	for _, k := range kinds {
+		inf := informer.New(c.c, k.Kind, "", informer.Options{Logger: c.opts.Logger})
+		inf.AddEventHandler(informer.Handler{
+			OnAdd:    c.observe,
+			OnUpdate: func(_, obj *api.Object) { c.observe(obj) },
+			OnDelete: c.forget,
+		})
+		c.mu.Lock()
+		c.informers[k.Kind] = inf
+		c.mu.Unlock()
+		infs = append(infs, inf)
+		wg.Go(func() { inf.Run(ctx) })
+	}
+	// The controller's queue keeps what the handlers enqueue until every
+	// list is in: the workers start only then, so no decision is taken on
+	// half a graph. When ctx ends first, Run below returns at once.
+	synced := true
+	for _, inf := range infs {
+		if !inf.WaitForSync(ctx) {
+			synced = false
+			break
+		}
+	}
+	if synced {
+		c.sweep()
+		c.log.Info("dependency graph built", "kinds", len(infs), "objects", c.graphLen())
+	}
+	err = c.ctrl.Run(ctx)
+	cancel()
+	wg.Wait()
+	return err
+}
+
+func (c *Collector) graphLen() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.graph.Len()
+}
+
+// sweep enqueues every deleting or orphaned object: the work left over by a
+// previous collector, and anything the handlers could not judge before
+// every list was in.
+func (c *Collector) sweep() {
+	c.mu.Lock()
+	var keys []string
+	for _, uid := range c.graph.UIDs() {
+		n := c.graph.nodes[uid]
+		if orphan, _ := Orphaned(c.graph, uid); n.Deleting || orphan {
+			keys = append(keys, uid)
+		}
+	}
+	c.mu.Unlock()
+	for _, k := range keys {
+		c.ctrl.Enqueue(k)
+	}
+}
+
+// observe takes an ADDED or MODIFIED object into the graph and enqueues
+// what it may unblock: the object itself when deleting or orphaned, every
+// deleting owner it has or had (a dependent changed), and the members of a
+// cycle its new owner references close.
+func (c *Collector) observe(obj *api.Object) {
+	n := NodeOf(obj)
+	if n.UID == "" {
+		return
+	}
+	c.mu.Lock()
+	prev, existed := c.graph.Put(n)
+	if n.Deleting {
+		delete(c.requested, n.UID)
+	}
+	keys := c.deletingOwners(prev)
+	keys = append(keys, c.deletingOwners(n)...)
+	if orphan, _ := Orphaned(c.graph, n.UID); n.Deleting || orphan {
+		keys = append(keys, n.UID)
+	}
+	if !existed || !sameOwners(prev.Owners, n.Owners) {
+		keys = append(keys, FindCycle(c.graph, n.UID, nil)...)
+	}
+	nodes := c.graph.Len()
+	c.mu.Unlock()
+	c.m.setNodes(nodes)
+	c.enqueue(keys)
+}
+
+// forget removes a DELETED object from the graph and enqueues its owners
+// (its Namespace among them) and its dependents, which may now be orphans.
+func (c *Collector) forget(obj *api.Object) {
+	c.mu.Lock()
+	n, ok := c.graph.Node(obj.UID)
+	if !ok {
+		c.mu.Unlock()
+		return
+	}
+	keys := c.graph.Owners(n.UID)
+	keys = append(keys, c.graph.Dependents(n.UID)...)
+	c.graph.Remove(n.UID)
+	delete(c.requested, n.UID)
+	nodes := c.graph.Len()
+	c.mu.Unlock()
+	c.m.setNodes(nodes)
+	c.enqueue(keys)
+}
+
+// deletingOwners returns the uids of n's known owners that are deleting.
+// The caller holds c.mu.
+func (c *Collector) deletingOwners(n Node) []string {
+	var out []string
+	for _, o := range n.Owners {
+		if on, ok := c.graph.nodes[o.UID]; ok && on.Deleting {
+			out = append(out, o.UID)
+		}
+	}
+	if ns, ok := c.graph.NamespaceOf(n); ok && ns.Deleting {
+		out = append(out, ns.UID)
+	}
+	return out
+}
+
+func sameOwners(a, b []api.OwnerReference) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Collector) enqueue(keys []string) {
+	if c.ctrl == nil {
+		return
+	}
+	for _, k := range keys {
+		c.ctrl.Enqueue(k)
+	}
+}
+
+// target is a node's address, resolved under the lock for use after it.
+type target struct {
+	Node
+	confirm []api.OwnerReference
+}
+
+// work is one reconcile's decision with every node it names resolved.
+type work struct {
+	self     Node
+	d        Decision
+	victims  []target
+	detach   []Node
+	requeue  bool
+	finalize bool
+}
+
+// plan decides, under the lock, what to do about uid.
+func (c *Collector) plan(uid string) (work, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.graph.Node(uid)
+	if !ok {
+		return work{}, false
+	}
+	w := work{self: n, d: Decide(c.graph, uid)}
+	if cs := w.d.Cascade; cs != nil {
+		for _, v := range cs.Delete {
+			if _, done := c.requested[v.UID]; done {
+				continue
+			}
+			vn, _ := c.graph.Node(v.UID)
+			w.victims = append(w.victims, target{Node: vn, confirm: v.Confirm})
+		}
+		for _, du := range cs.Detach {
+			dn, _ := c.graph.Node(du)
+			w.detach = append(w.detach, dn)
+		}
+		w.finalize = cs.RemoveFinalizer
+		if len(cs.InCycle) > 0 && cs.RemoveFinalizer {
+			c.log.Info("cycle member leaves its deleting cycle", "object", n.String(),
+				"cycle", CycleReport(c.graph, append([]string{uid}, cs.InCycle...)))
+		}
+	}
+	return w, true
+}
+
+// reconcile handles the object with uid (the controller's key): it is
+// level-based, deciding from the graph as it is now and re-reading the
+// objects it writes.
+func (c *Collector) reconcile(ctx context.Context, uid string) (controller.Result, error) {
+	w, ok := c.plan(uid)
+	if !ok {
+		return controller.Result{}, nil
+	}
+	if w.d.Cycle != nil {
+		if err := c.reportCycle(ctx, w.self, w.d.Report); err != nil {
+			return controller.Result{}, err
+		}
+	}
+	var res controller.Result
+	if w.d.Orphan {
+		present, err := c.anyPresent(ctx, w.self.Namespace, w.d.Confirm)
+		if err != nil {
+			return res, err
+		}
+		if present {
+			res.RequeueAfter = c.opts.ConfirmRetry
+		} else if err := c.delete(ctx, w.self, "orphan"); err != nil {
+			return res, err
+		}
+	}
+	if w.d.Cascade == nil {
+		return res, nil
+	}
+	retry, err := c.deleteAll(ctx, w.victims)
+	if err != nil {
+		return res, err
+	}
+	if retry {
+		res.RequeueAfter = c.opts.ConfirmRetry
+	}
+	for _, d := range w.detach {
+		if err := c.detach(ctx, d, w.self.UID); err != nil {
+			return res, err
+		}
+	}
+	if w.finalize {
+		if err := c.removeFinalizer(ctx, w.self); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// deleteAll deletes the victims, a bounded number at a time. It reports
+// whether some were held back because an owner the graph thought gone is
+// still there.
+func (c *Collector) deleteAll(ctx context.Context, victims []target) (retry bool, err error) {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, parallelDeletes)
+	)
+	for _, v := range victims {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			present, err := c.anyPresent(ctx, v.Namespace, v.confirm)
+			if err == nil && !present {
+				err = c.delete(ctx, v.Node, "cascade")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			retry = retry || present
+			if err != nil {
+				errs = append(errs, err)
+			}
+		})
+	}
+	wg.Wait()
+	return retry, errors.Join(errs...)
+}
+
+// anyPresent reads the owners the graph believes gone and reports whether
+// one of them exists with the referenced uid (any uid for a reference
+// without one).
+func (c *Collector) anyPresent(ctx context.Context, ns string, refs []api.OwnerReference) (bool, error) {
+	for _, r := range refs {
+		rns := ns
+		if r.Kind == NamespaceKind {
+			rns = ""
+		}
+		o, err := c.c.Get(ctx, r.Kind, rns, r.Name)
+		switch {
+		case errors.Is(err, api.ErrNotFound):
+			continue
+		case err != nil:
+			return false, fmt.Errorf("gc: read owner %s %s: %w", r.Kind, api.Key(rns, r.Name), err)
+		case r.UID == "" || o.UID == r.UID:
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// delete marks n for deletion, guarded by its uid. An object already gone
+// or replaced by another of the same name is not an error.
+func (c *Collector) delete(ctx context.Context, n Node, why string) error {
+	_, _, err := c.c.Delete(ctx, n.Kind, n.Namespace, n.Name,
+		api.DeleteOptions{Preconditions: api.Preconditions{UID: n.UID}})
+	switch {
+	case errors.Is(err, api.ErrNotFound), errors.Is(err, api.ErrConflict):
+		return nil
+	case err != nil:
+		return fmt.Errorf("gc: delete %s: %w", n, err)
+	}
+	c.mu.Lock()
+	if cur, ok := c.graph.nodes[n.UID]; ok && !cur.Deleting {
+		c.requested[n.UID] = struct{}{}
+	}
+	c.mu.Unlock()
+	c.m.action(why)
+	c.log.Debug("deleted", "object", n.String(), "reason", why)
+	return nil
+}
+
+// detach removes d's references to owner uid.
+func (c *Collector) detach(ctx context.Context, d Node, owner string) error {
+	return c.modify(ctx, d, "detach", func(o *api.Object) bool {
+		kept := o.OwnerReferences[:0:0]
+		for _, r := range o.OwnerReferences {
+			if r.UID != owner {
+				kept = append(kept, r)
+			}
+		}
+		if len(kept) == len(o.OwnerReferences) {
+			return false
+		}
+		o.OwnerReferences = kept
+		return true
+	})
+}
+
+// removeFinalizer removes cascade-deletion from n; the API then removes n
+// if no other finalizer remains.
+func (c *Collector) removeFinalizer(ctx context.Context, n Node) error {
+	return c.modify(ctx, n, "finalize", func(o *api.Object) bool {
+		return o.RemoveFinalizer(api.FinalizerCascadeDeletion)
+	})
+}
+
+// reportCycle writes the cycle annotation on n, once.
+func (c *Collector) reportCycle(ctx context.Context, n Node, report string) error {
+	c.log.Warn("ownership cycle detected; its deletion will still complete",
+		"object", n.String(), "cycle", report)
+	return c.modify(ctx, n, "report-cycle", func(o *api.Object) bool {
+		if o.Annotations[AnnotationCycle] != "" {
+			return false
+		}
+		if o.Annotations == nil {
+			o.Annotations = map[string]string{}
+		}
+		o.Annotations[AnnotationCycle] = report
+		return true
+	})
+}
+
+// modify applies change to a copy of n's current version and writes it
+// with the resourceVersion compare-and-swap. It starts from the informer's
+// cached copy and re-reads from the API after a Conflict. change returns
+// false when there is nothing to write. An object gone, or replaced by one
+// with another uid, is left alone.
+func (c *Collector) modify(ctx context.Context, n Node, action string, change func(*api.Object) bool) error {
+	obj := c.cached(n)
+	for attempt := 0; ; attempt++ {
+		if obj == nil {
+			var err error
+			obj, err = c.c.Get(ctx, n.Kind, n.Namespace, n.Name)
+			if errors.Is(err, api.ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("gc: %s %s: read: %w", action, n, err)
+			}
+		}
+		if obj.UID != n.UID || !change(obj) {
+			return nil
+		}
+		_, err := c.c.Update(ctx, obj)
+		switch {
+		case err == nil:
+			c.m.action(action)
+			c.log.Debug(action, "object", n.String())
+			return nil
+		case errors.Is(err, api.ErrNotFound):
+			return nil
+		case errors.Is(err, api.ErrConflict) && attempt < maxWriteAttempts:
+			obj = nil
+		default:
+			return fmt.Errorf("gc: %s %s: %w", action, n, err)
+		}
+	}
+}
+
+// cached returns a private copy of n from its kind's informer, or nil.
+func (c *Collector) cached(n Node) *api.Object {
+	c.mu.Lock()
+	inf := c.informers[n.Kind]
+	c.mu.Unlock()
+	if inf == nil {
+		return nil
+	}
+	o, ok := inf.Get(n.Namespace, n.Name)
+	if !ok || o.UID != n.UID {
+		return nil
+	}
+	return o.DeepCopy()
+}

@@ -1,0 +1,430 @@
+package gc_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/gc"
+	"cairn.dev/cairn/server/servertest"
+)
+
+const (
+	ns   = "gc"
+	hold = "test.cairn.dev/hold" // a controller's own finalizer
+)
+
+// env is a real API server with a collector running against it.
+type env struct {
+	t  *testing.T
+	ts *servertest.Server
+	c  client.Interface
+}
+
+// newEnv starts a server, the namespace ns and, unless noGC, a collector.
+func newEnv(t *testing.T, http bool) *env {
+	t.Helper()
+	ts := servertest.Start(t)
+	var c client.Interface = client.NewLocal(ts.Registry)
+	if http {
+		hc, err := client.NewHTTP(client.Config{Server: ts.URL, Token: ts.Token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c = hc
+	}
+	e := &env{t: t, ts: ts, c: c}
+	e.create(&api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: gc.NamespaceKind},
+		ObjectMeta: api.ObjectMeta{Name: ns}})
+	return e
+}
+
+// startGC runs a collector until the returned stop is called (or the test
+// ends); stop waits for Run to return.
+func (e *env) startGC() (stop func()) {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	col := gc.New(e.c, gc.Options{Workers: 4,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ConfirmRetry: 50 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() { done <- col.Run(ctx) }()
+	var stopped bool
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			e.t.Errorf("collector Run: %v", err)
+		}
+	}
+	e.t.Cleanup(stop)
+	return stop
+}
+
+func (e *env) create(o *api.Object) *api.Object {
+	e.t.Helper()
+	out, err := e.c.Create(context.Background(), o)
+	if err != nil {
+		e.t.Fatalf("create %s %s: %v", o.Kind, o.Name, err)
+	}
+	return out
+}
+
+// owned is how a test secret refers to an owner.
+type owned struct {
+	owner      *api.Object
+	controller bool
+}
+
+// secret creates the Secret name in ns, owned by owners, holding finalizers.
+func (e *env) secret(name string, finalizers []string, owners ...owned) *api.Object {
+	e.t.Helper()
+	o := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"},
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: ns, Finalizers: finalizers}}
+	for _, w := range owners {
+		o.OwnerReferences = append(o.OwnerReferences, api.OwnerReference{
+			APIVersion: api.APIVersion, Kind: w.owner.Kind, Name: w.owner.Name, UID: w.owner.UID,
+			Controller: w.controller})
+	}
+	return e.create(o)
+}
+
+func by(owners ...*api.Object) []owned {
+	out := make([]owned, len(owners))
+	for i, o := range owners {
+		out[i] = owned{owner: o}
+	}
+	return out
+}
+
+func (e *env) get(kind, namespace, name string) (*api.Object, error) {
+	return e.c.Get(context.Background(), kind, namespace, name)
+}
+
+func (e *env) del(o *api.Object, force bool) {
+	e.t.Helper()
+	if _, _, err := e.c.Delete(context.Background(), o.Kind, o.Namespace, o.Name,
+		api.DeleteOptions{Force: force}); err != nil {
+		e.t.Fatalf("delete %s: %v", o.Name, err)
+	}
+}
+
+// update re-reads o, applies change and writes it, retrying on Conflict.
+func (e *env) update(o *api.Object, change func(*api.Object)) {
+	e.t.Helper()
+	for {
+		cur, err := e.get(o.Kind, o.Namespace, o.Name)
+		if err != nil {
+			e.t.Fatalf("update %s: %v", o.Name, err)
+		}
+		change(cur)
+		if _, err = e.c.Update(context.Background(), cur); err == nil {
+			return
+		}
+		if !errors.Is(err, api.ErrConflict) {
+			e.t.Fatalf("update %s: %v", o.Name, err)
+		}
+	}
+}
+
+// eventually polls cond until it returns "" (success) or fails the test
+// with cond's last explanation after a generous timeout.
+func (e *env) eventually(what string, cond func() string) {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		why := cond()
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s: still %s", what, why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// allGone waits until none of objs exists any more.
+func (e *env) allGone(objs ...*api.Object) {
+	e.t.Helper()
+	e.eventually("every object deleted", func() string {
+		for _, o := range objs {
+			_, err := e.get(o.Kind, o.Namespace, o.Name)
+			if err == nil {
+				return fmt.Sprintf("%s %s present", o.Kind, o.Name)
+			}
+			if !errors.Is(err, api.ErrNotFound) {
+				return err.Error()
+			}
+		}
+		return ""
+	})
+}
+
+// state reads o: "live", "deleting" or "gone".
+func (e *env) state(o *api.Object) string {
+	e.t.Helper()
+	cur, err := e.get(o.Kind, o.Namespace, o.Name)
+	switch {
+	case errors.Is(err, api.ErrNotFound):
+		return "gone"
+	case err != nil:
+		e.t.Fatalf("get %s: %v", o.Name, err)
+	case cur.UID != o.UID:
+		return "replaced"
+	case cur.Deleting():
+		return "deleting"
+	}
+	return "live"
+}
+
+func (e *env) waitState(o *api.Object, want string) {
+	e.t.Helper()
+	e.eventually(o.Name+" "+want, func() string {
+		if s := e.state(o); s != want {
+			return s
+		}
+		return ""
+	})
+}
+
+func TestCollector_CascadeReachesDepthThree(t *testing.T) {
+	for _, transport := range []string{"local", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			e := newEnv(t, transport == "http")
+			e.startGC()
+			root := e.secret("root", nil)
+			a := e.secret("a", nil, by(root)...)
+			a2 := e.secret("a2", nil, by(root)...)
+			b := e.secret("b", nil, by(a)...)
+			c := e.secret("c", nil, by(b)...)
+			bystander := e.secret("bystander", nil)
+			e.del(root, false)
+			e.allGone(root, a, a2, b, c)
+			if s := e.state(bystander); s != "live" {
+				t.Fatalf("unrelated object is %s", s)
+			}
+		})
+	}
+}
+
+func TestCollector_DependentWithLiveSecondOwnerSurvivesAndLosesTheReference(t *testing.T) {
+	e := newEnv(t, false)
+	e.startGC()
+	first := e.secret("first", nil)
+	second := e.secret("second", nil)
+	shared := e.secret("shared", nil, by(first, second)...)
+	only := e.secret("only", nil, by(first)...)
+	e.del(first, false)
+	e.allGone(first, only)
+	cur, err := e.get("Secret", ns, shared.Name)
+	if err != nil {
+		t.Fatalf("shared dependent: %v", err)
+	}
+	if cur.Deleting() {
+		t.Fatal("shared dependent is being deleted although its second owner lives")
+	}
+	if len(cur.OwnerReferences) != 1 || cur.OwnerReferences[0].UID != second.UID {
+		t.Fatalf("owner references = %+v, want only %s", cur.OwnerReferences, second.Name)
+	}
+}
+
+func TestCollector_DiamondIsNoCycleAndIsDeleted(t *testing.T) {
+	e := newEnv(t, false)
+	e.startGC()
+	top := e.secret("top", nil)
+	left := e.secret("left", nil, by(top)...)
+	right := e.secret("right", nil, by(top)...)
+	bottom := e.secret("bottom", nil, by(left, right)...)
+	// A real cycle made after the diamond: once it is reported the collector
+	// has seen the diamond too (one watch, in order).
+	x := e.secret("x", nil)
+	y := e.secret("y", nil, by(x)...)
+	e.update(x, func(o *api.Object) { o.OwnerReferences = ownerRefs(y) })
+	e.eventually("cycle x-y reported", func() string {
+		cur, err := e.get("Secret", ns, "x")
+		if err != nil || cur.Annotations[gc.AnnotationCycle] == "" {
+			return "not reported"
+		}
+		return ""
+	})
+	for _, o := range []*api.Object{top, left, right, bottom} {
+		cur, err := e.get("Secret", ns, o.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := cur.Annotations[gc.AnnotationCycle]; r != "" {
+			t.Fatalf("diamond member %s reported on a cycle: %q", o.Name, r)
+		}
+	}
+	e.del(top, false)
+	e.allGone(top, left, right, bottom)
+}
+
+func ownerRefs(owners ...*api.Object) []api.OwnerReference {
+	var out []api.OwnerReference
+	for _, o := range owners {
+		out = append(out, api.OwnerReference{APIVersion: api.APIVersion, Kind: o.Kind, Name: o.Name, UID: o.UID})
+	}
+	return out
+}
+
+func TestCollector_CycleIsReportedAndStillDeleted(t *testing.T) {
+	e := newEnv(t, false)
+	e.startGC()
+	a := e.secret("a", nil)
+	b := e.secret("b", nil, by(a)...)
+	c := e.secret("c", nil, by(b)...)
+	tail := e.secret("tail", nil, by(c)...) // hangs off the cycle
+	e.update(a, func(o *api.Object) { o.OwnerReferences = ownerRefs(c) })
+	const want = "Secret/a,Secret/b,Secret/c"
+	for _, o := range []*api.Object{a, b, c} {
+		e.eventually(o.Name+" reported", func() string {
+			cur, err := e.get("Secret", ns, o.Name)
+			if err != nil {
+				return err.Error()
+			}
+			if got := cur.Annotations[gc.AnnotationCycle]; got != want {
+				return fmt.Sprintf("annotated %q", got)
+			}
+			return ""
+		})
+	}
+	cur, err := e.get("Secret", ns, tail.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cur.Annotations[gc.AnnotationCycle]; r != "" {
+		t.Fatalf("object off the cycle reported: %q", r)
+	}
+	e.del(b, false)
+	e.allGone(a, b, c, tail)
+}
+
+func TestCollector_ControllerManagedDependentIsLeftToItsController(t *testing.T) {
+	e := newEnv(t, false)
+	e.startGC()
+	owner := e.secret("owner", []string{hold})
+	managed := e.secret("managed", nil, owned{owner: owner, controller: true})
+	plain := e.secret("plain", nil, by(owner)...)
+	e.del(owner, false)
+	// The plain dependent going proves the collector handled the owner.
+	e.allGone(plain)
+	if s := e.state(managed); s != "live" {
+		t.Fatalf("controller-managed dependent is %s while its owner holds %s", s, hold)
+	}
+	if s := e.state(owner); s != "deleting" {
+		t.Fatalf("owner is %s, want deleting", s)
+	}
+	// The owner's controller finishes: the collector takes over.
+	e.update(owner, func(o *api.Object) { o.RemoveFinalizer(hold) })
+	e.allGone(managed, owner)
+}
+
+func TestCollector_OrphanOfForceDeletedOwnerIsCollected(t *testing.T) {
+	e := newEnv(t, false)
+	e.startGC()
+	owner := e.secret("owner", nil)
+	orphan := e.secret("orphan", nil, by(owner)...)
+	grandchild := e.secret("grandchild", nil, by(orphan)...)
+	other := e.secret("other", nil)
+	kept := e.secret("kept", nil, by(owner, other)...)
+	e.del(owner, true)
+	e.allGone(owner, orphan, grandchild)
+	if s := e.state(kept); s != "live" {
+		t.Fatalf("dependent with a live second owner is %s", s)
+	}
+}
+
+func TestCollector_NamespaceDeletionCascadesToEverythingInIt(t *testing.T) {
+	e := newEnv(t, false)
+	e.startGC()
+	elsewhere := e.create(&api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"},
+		ObjectMeta: api.ObjectMeta{Name: "elsewhere", Namespace: api.DefaultNamespace}})
+	root := e.secret("root", nil)
+	child := e.secret("child", nil, by(root)...)
+	loose := e.secret("loose", nil)
+	x := e.secret("x", nil)
+	y := e.secret("y", nil, by(x)...)
+	e.update(x, func(o *api.Object) { o.OwnerReferences = ownerRefs(y) })
+	held := e.secret("held", []string{hold})
+	managed := e.secret("managed", nil, owned{owner: held, controller: true})
+	nsObj, err := e.get(gc.NamespaceKind, "", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.del(nsObj, false)
+	e.waitState(held, "deleting")
+	if s := e.state(managed); s != "live" {
+		t.Fatalf("dependent managed by a finalizing controller is %s", s)
+	}
+	e.update(held, func(o *api.Object) { o.RemoveFinalizer(hold) })
+	e.allGone(root, child, loose, x, y, held, managed, nsObj)
+	list, err := e.c.List(context.Background(), "Secret", ns, api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		t.Fatalf("%d objects left in the deleted namespace", len(list.Items))
+	}
+	if s := e.state(elsewhere); s != "live" {
+		t.Fatalf("object in another namespace is %s", s)
+	}
+}
+
+func TestCollector_RestartMidCascadeFinishes(t *testing.T) {
+	e := newEnv(t, false)
+	stop := e.startGC()
+	chain := []*api.Object{e.secret("n0", nil)}
+	for i := 1; i <= 6; i++ {
+		var fin []string
+		if i == 3 {
+			fin = []string{hold} // the cascade stops here while it is held
+		}
+		prev := chain[i-1]
+		chain = append(chain, e.secret(fmt.Sprintf("n%d", i), fin, owned{owner: prev, controller: i == 4}))
+	}
+	e.del(chain[0], false)
+	e.waitState(chain[3], "deleting")
+	stop()
+	// Between collectors: the upper half waits for n3, n4 is untouched.
+	for i, o := range chain {
+		want := "deleting"
+		if i > 3 {
+			want = "live"
+		}
+		if s := e.state(o); s != want {
+			t.Fatalf("with the collector stopped, %s is %s, want %s", o.Name, s, want)
+		}
+	}
+	e.update(chain[3], func(o *api.Object) { o.RemoveFinalizer(hold) })
+	if s := e.state(chain[3]); s != "deleting" {
+		t.Fatalf("n3 is %s without a collector; cascade-deletion should hold it", s)
+	}
+	e.startGC()
+	e.allGone(chain...)
+}
+
+func TestCollector_ManyDependentsAreAllDeleted(t *testing.T) {
+	e := newEnv(t, false)
+	e.startGC()
+	owner := e.secret("owner", nil)
+	var deps []*api.Object
+	for i := range 200 {
+		deps = append(deps, e.secret(fmt.Sprintf("dep-%03d", i), nil, by(owner)...))
+	}
+	e.del(owner, false)
+	e.allGone(append(deps, owner)...)
+	if slices.ContainsFunc(deps, func(o *api.Object) bool { return e.state(o) != "gone" }) {
+		t.Fatal("a dependent came back")
+	}
+}
