@@ -162,6 +162,10 @@ func deleteTargets(ctx context.Context, s *session.Session, targets []target, fl
 				timeout = max(time.Until(deadline), time.Millisecond)
 			}
 			if _, err := wait.Until(ctx, c, t.kind, t.ns, t.name, wait.Deleted(), timeout); err != nil {
+				var te *wait.TimeoutError
+				if errors.As(err, &te) {
+					te.Timeout = flags.Timeout // the whole wait, not what was left of it
+				}
 				errs = append(errs, err)
 				continue
 			}

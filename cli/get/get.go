@@ -157,8 +157,8 @@ func list(ctx context.Context, s *session.Session, c client.Interface, p *printe
 
 // Follow watches kind in ns from opts.ResourceVersion and prints every
 // change (only those of names, when given) until ctx is done, which ends
-// it without error. A stream the server closes is resumed from the last
-// version seen; a version compacted away is an error.
+// it without error. A stream the server closes or a broken connection is
+// resumed from the last version seen; a version compacted away is an error.
 func Follow(ctx context.Context, c client.Interface, p *printer.Printer, kind api.KindInfo, ns string, opts api.ListOptions, names []string) error {
 	if opts.ResourceVersion == "" {
 		// Nothing printed yet to resume from: start at the current version
@@ -175,7 +175,13 @@ func Follow(ctx context.Context, c client.Interface, p *printer.Printer, kind ap
 			if ctx.Err() != nil {
 				return nil
 			}
-			return err
+			if !session.Resumable(err) {
+				return err
+			}
+			if session.Pause(ctx, session.ResumeDelay) != nil {
+				return nil
+			}
+			continue
 		}
 		for ev := range w.Events() {
 			if ev.Object == nil {
@@ -198,8 +204,11 @@ func Follow(ctx context.Context, c client.Interface, p *printer.Printer, kind ap
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err != nil && !errors.Is(err, client.ErrWatchClosed) {
+		if !session.Resumable(err) {
 			return err
+		}
+		if err != nil && session.Pause(ctx, session.ResumeDelay) != nil {
+			return nil
 		}
 	}
 }

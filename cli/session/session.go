@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
@@ -212,3 +213,39 @@ type explained struct {
 
 func (e *explained) Error() string { return e.msg }
 func (e *explained) Unwrap() error { return e.err }
+
+// Resumable reports whether a watch that failed to start or ended with
+// err (from Watcher.Err) should be started again from the last version
+// seen: it ended cleanly, the server closed it, the connection broke, or
+// the server had a transient failure (a 5xx Status). Client errors (Gone,
+// Unauthorized, BadRequest, ...), an unreachable server and context errors
+// are not resumable.
+func Resumable(err error) bool {
+	if err == nil || errors.Is(err, client.ErrWatchClosed) {
+		return true
+	}
+	if errors.Is(err, client.ErrUnreachable) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var st *api.Status
+	if errors.As(err, &st) {
+		return st.Code >= 500 || (st.Code == 0 && st.Reason.Code() >= 500)
+	}
+	return true
+}
+
+// ResumeDelay is how long a command waits before resuming a broken watch.
+const ResumeDelay = 200 * time.Millisecond
+
+// Pause blocks for d or until ctx is done, and returns ctx's error then.
+func Pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -184,13 +184,19 @@ func (w *waiter) read(ctx context.Context) (string, error) {
 }
 
 // watch follows changes after rv until the condition holds (nil), the
-// watch fails (its error) or ctx ends. A stream the server closes is
-// resumed from the last version seen.
+// watch fails (its error) or ctx ends. A stream the server closes or a
+// broken connection is resumed from the last version seen.
 func (w *waiter) watch(ctx context.Context, rv string) error {
 	for {
 		wa, err := w.c.Watch(ctx, w.kind.Kind, w.ns, api.ListOptions{ResourceVersion: rv})
 		if err != nil {
-			return err
+			if !session.Resumable(err) {
+				return err
+			}
+			if err := session.Pause(ctx, session.ResumeDelay); err != nil {
+				return err
+			}
+			continue
 		}
 		done := false
 		for ev := range wa.Events() {
@@ -222,9 +228,13 @@ func (w *waiter) watch(ctx context.Context, rv string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err == nil || errors.Is(err, client.ErrWatchClosed) {
-			continue
+		if !session.Resumable(err) {
+			return err
 		}
-		return err
+		if err != nil {
+			if err := session.Pause(ctx, session.ResumeDelay); err != nil {
+				return err
+			}
+		}
 	}
 }

@@ -1,0 +1,133 @@
+package delete_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cli/clitest"
+	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/server/servertest"
+)
+
+func apply(t *testing.T, srv *servertest.Server, manifest string) {
+	t.Helper()
+	r := clitest.RunContext(context.Background(), t, srv.URL, srv.Token,
+		clitest.Cmd{Args: []string{"apply", "-f", "-"}, Stdin: manifest}, nil)
+	if r.Error != nil {
+		t.Fatalf("apply: %v %s", r.Error, r.Err)
+	}
+}
+
+// finish removes every finalizer of a deleting object, as the garbage
+// collector would, once it is marked.
+func finish(t *testing.T, srv *servertest.Server, kind, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		o, err := srv.Registry.Get(ctx, kind, ns, name)
+		if err != nil {
+			t.Errorf("finish: %v", err)
+			return
+		}
+		if o.Deleting() {
+			if _, err := srv.Registry.Patch(ctx, kind, ns, name, []byte(`{"metadata":{"finalizers":null}}`), false); err != nil {
+				t.Errorf("finish: %v", err)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("finish: %s was never marked for deletion", name)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestDelete_MarksThenWaitBlocksUntilGone(t *testing.T) {
+	srv := servertest.Start(t)
+	apply(t, srv, "kind: Secret\nmetadata: {name: a}\n---\nkind: Secret\nmetadata: {name: b}\n")
+
+	r := clitest.Run(t, srv.URL, srv.Token, "delete", "secret", "a")
+	if r.Error != nil || r.Out != "secret/a marked for deletion\n" {
+		t.Fatalf("delete: %q %v %q", r.Out, r.Error, r.Err)
+	}
+
+	done := make(chan struct{})
+	go func() { defer close(done); finish(t, srv, "Secret", "default", "b") }()
+	r = clitest.Run(t, srv.URL, srv.Token, "delete", "secrets", "b", "--wait", "--timeout", "20s")
+	<-done
+	if r.Error != nil || r.Out != "secret/b marked for deletion\nsecret/b deleted\n" {
+		t.Fatalf("delete --wait: %q %v %q", r.Out, r.Error, r.Err)
+	}
+	if _, err := srv.Registry.Get(context.Background(), "Secret", "default", "b"); !errors.Is(err, api.ErrNotFound) {
+		t.Errorf("after delete --wait: %v, want NotFound", err)
+	}
+}
+
+func TestDelete_WaitTimesOutSayingWhatItSaw(t *testing.T) {
+	srv := servertest.Start(t)
+	apply(t, srv, "kind: Secret\nmetadata: {name: stuck}\n")
+	start := time.Now()
+	r := clitest.Run(t, srv.URL, srv.Token, "delete", "secret", "stuck", "--wait", "--timeout", "300ms")
+	if r.Error == nil {
+		t.Fatalf("delete --wait of a stuck object succeeded: %q", r.Out)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("the timeout was not honoured")
+	}
+	for _, w := range []string{"timed out after 300ms waiting for secret/stuck in namespace default to be deleted",
+		"finalizers [cairn.dev/cascade-deletion]"} {
+		if !strings.Contains(r.Err, w) {
+			t.Errorf("stderr %q lacks %q", r.Err, w)
+		}
+	}
+}
+
+func TestDelete_ForceRemovesAtOnceForAdminsOnly(t *testing.T) {
+	srv := servertest.Start(t)
+	apply(t, srv, "kind: Secret\nmetadata: {name: a, finalizers: [test/hold]}\n---\nkind: Secret\nmetadata: {name: b}\n")
+
+	user := srv.NewToken(t, identity.User{Name: "alice"})
+	r := clitest.Run(t, srv.URL, user, "delete", "secret", "b", "--force")
+	if r.Error == nil || !strings.Contains(r.Err, "Error: ") {
+		t.Errorf("a non-admin forced a deletion: %q %v", r.Out, r.Error)
+	}
+
+	r = clitest.Run(t, srv.URL, srv.Token, "delete", "secret", "a", "b", "--force")
+	if r.Error != nil || r.Out != "secret/a deleted\nsecret/b deleted\n" {
+		t.Fatalf("delete --force: %q %v %q", r.Out, r.Error, r.Err)
+	}
+	for _, n := range []string{"a", "b"} {
+		if _, err := srv.Registry.Get(context.Background(), "Secret", "default", n); !errors.Is(err, api.ErrNotFound) {
+			t.Errorf("after delete --force, %s: %v", n, err)
+		}
+	}
+}
+
+func TestDelete_FromManifestAndMissingObjects(t *testing.T) {
+	srv := servertest.Start(t)
+	apply(t, srv, "kind: Secret\nmetadata: {name: a}\n")
+	f := filepath.Join(t.TempDir(), "m.yaml")
+	if err := os.WriteFile(f, []byte("kind: Secret\nmetadata: {name: a}\n---\nkind: Secret\nmetadata: {name: ghost}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := clitest.Run(t, srv.URL, srv.Token, "delete", "-f", f)
+	if r.Error == nil || r.Out != "secret/a marked for deletion\n" || !strings.Contains(r.Err, f+`:4: Secret "ghost" not found`) {
+		t.Errorf("delete -f: out %q err %v stderr %q", r.Out, r.Error, r.Err)
+	}
+	r = clitest.Run(t, srv.URL, srv.Token, "delete", "secret", "ghost", "--ignore-not-found")
+	if r.Error != nil || r.Out != "" {
+		t.Errorf("--ignore-not-found: %q %v", r.Out, r.Error)
+	}
+	r = clitest.Run(t, srv.URL, srv.Token, "delete", "secret")
+	if r.Error == nil || !strings.Contains(r.Err, "cairn delete KIND NAME") {
+		t.Errorf("delete without a name: %v %q", r.Error, r.Err)
+	}
+}
