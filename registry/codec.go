@@ -69,6 +69,16 @@ func (r *Registry) readGuard(ctx context.Context, k *Kind, ns, name string, acce
 	return r.read(ctx, k, ns, name)
 }
 
+// readForWrite reads the object a write is about to replace, guarded by its
+// revision: the first attempt may use a stale read (see readGuard), a retry
+// after a lost race reads linearizably.
+func (r *Registry) readForWrite(ctx context.Context, k *Kind, ns, name string, attempt int, accept func(*stored) bool) (*stored, error) {
+	if attempt > 0 {
+		return r.read(ctx, k, ns, name)
+	}
+	return r.readGuard(ctx, k, ns, name, accept)
+}
+
 func (r *Registry) readWith(ctx context.Context, get func(context.Context, string) (*store.KV, error),
 	k *Kind, ns, name string) (*stored, error) {
 	kv, err := get(ctx, r.key(k, ns, name))

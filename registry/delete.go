@@ -32,7 +32,12 @@ func (r *Registry) Delete(ctx context.Context, kind, ns, name string, opts api.D
 		return nil, false, err
 	}
 	for attempt := 0; ; attempt++ {
-		cur, err := r.read(ctx, k, ns, name)
+		// The first read may be stale (the write is guarded by its
+		// revision); a retry after losing a race reads the latest version.
+		cur, err := r.readForWrite(ctx, k, ns, name, attempt, func(s *stored) bool {
+			p := opts.Preconditions
+			return (p.UID == "" || p.UID == s.obj.UID) && (p.ResourceVersion == "" || p.ResourceVersion == s.obj.ResourceVersion)
+		})
 		if err != nil {
 			return nil, false, err
 		}

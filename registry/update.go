@@ -69,7 +69,7 @@ func (r *Registry) Patch(ctx context.Context, kind, ns, name string, patch []byt
 		op = opStatus
 	}
 	for attempt := 0; ; attempt++ {
-		cur, err := r.read(ctx, k, ns, name)
+		cur, err := r.readForWrite(ctx, k, ns, name, attempt, func(*stored) bool { return true })
 		if err != nil {
 			return nil, err
 		}
@@ -86,8 +86,10 @@ func (r *Registry) Patch(ctx context.Context, kind, ns, name string, patch []byt
 			return nil, api.NewBadRequest("the patched object does not decode: %s", describeDecodeError(err))
 		}
 		out, err := r.writeOnce(ctx, k, next, cur, op)
-		if errors.Is(err, store.ErrPrecondition) && next.ResourceVersion == cur.obj.ResourceVersion && attempt < maxUpdateAttempts {
-			continue // lost a race the caller did not ask to detect
+		// Retry a race the caller did not ask to detect, and a first attempt
+		// that may have read a stale version.
+		if errors.Is(err, store.ErrPrecondition) && (next.ResourceVersion == cur.obj.ResourceVersion || attempt == 0) && attempt < maxUpdateAttempts {
+			continue
 		}
 		if errors.Is(err, store.ErrPrecondition) {
 			return nil, api.NewConflict(k.Kind, name, "the object has been modified; read it again and retry")
@@ -116,11 +118,13 @@ func (r *Registry) write(ctx context.Context, in *api.Object, op operation) (*ap
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		cur, err := r.read(ctx, k, obj.Namespace, obj.Name)
+		conditional := obj.ResourceVersion != ""
+		cur, err := r.readForWrite(ctx, k, obj.Namespace, obj.Name, attempt, func(s *stored) bool {
+			return !conditional || s.obj.ResourceVersion == obj.ResourceVersion
+		})
 		if err != nil {
 			return nil, err
 		}
-		conditional := obj.ResourceVersion != ""
 		try := obj
 		if !conditional {
 			try = obj.DeepCopy()
