@@ -23,13 +23,13 @@ const (
 
 // env is a real API server with a collector running against it.
 type env struct {
-	t  *testing.T
+	t  testing.TB
 	ts *servertest.Server
 	c  client.Interface
 }
 
 // newEnv starts a server, the namespace ns and, unless noGC, a collector.
-func newEnv(t *testing.T, http bool) *env {
+func newEnv(t testing.TB, http bool) *env {
 	t.Helper()
 	ts := servertest.Start(t)
 	var c client.Interface = client.NewLocal(ts.Registry)
@@ -51,7 +51,7 @@ func newEnv(t *testing.T, http bool) *env {
 func (e *env) startGC() (stop func()) {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	col := gc.New(e.c, gc.Options{Workers: 4,
+	col := gc.New(e.c, gc.Options{Workers: 16,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ConfirmRetry: 50 * time.Millisecond})
 	done := make(chan error, 1)
 	go func() { done <- col.Run(ctx) }()
@@ -88,6 +88,11 @@ type owned struct {
 // secret creates the Secret name in ns, owned by owners, holding finalizers.
 func (e *env) secret(name string, finalizers []string, owners ...owned) *api.Object {
 	e.t.Helper()
+	return e.create(newSecret(name, finalizers, owners...))
+}
+
+// newSecret builds the Secret name in ns, owned by owners, holding finalizers.
+func newSecret(name string, finalizers []string, owners ...owned) *api.Object {
 	o := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"},
 		ObjectMeta: api.ObjectMeta{Name: name, Namespace: ns, Finalizers: finalizers}}
 	for _, w := range owners {
@@ -95,7 +100,7 @@ func (e *env) secret(name string, finalizers []string, owners ...owned) *api.Obj
 			APIVersion: api.APIVersion, Kind: w.owner.Kind, Name: w.owner.Name, UID: w.owner.UID,
 			Controller: w.controller})
 	}
-	return e.create(o)
+	return o
 }
 
 func by(owners ...*api.Object) []owned {

@@ -69,6 +69,9 @@ type Cascade struct {
 // Victim is a dependent to delete.
 type Victim struct {
 	UID string
+	// Leaf: it holds no finalizer and has no dependents, so nothing would
+	// wait for its deletion; the collector may remove it in one step.
+	Leaf bool
 	// Confirm lists its other owners the graph believes gone; the collector
 	// confirms them as for Decision.Confirm and, if one is in fact live,
 	// detaches instead (after re-queueing, once the graph has caught up).
@@ -191,7 +194,7 @@ func PlanCascade(g *Graph, uid string) Cascade {
 			if controlledElsewhere(g, d) {
 				c.Skip = append(c.Skip, du)
 			} else {
-				c.Delete = append(c.Delete, Victim{UID: du})
+				c.Delete = append(c.Delete, Victim{UID: du, Leaf: IsLeaf(g, du)})
 			}
 			continue
 		}
@@ -215,11 +218,24 @@ func PlanCascade(g *Graph, uid string) Cascade {
 		case live:
 			c.Detach = append(c.Detach, du)
 		default:
-			c.Delete = append(c.Delete, Victim{UID: du, Confirm: gone})
+			c.Delete = append(c.Delete, Victim{UID: du, Confirm: gone, Leaf: IsLeaf(g, du)})
 		}
 	}
 	c.RemoveFinalizer = len(c.Delete)+len(c.Detach)+len(c.Skip)+len(c.Wait) == 0
 	return c
+}
+
+// IsLeaf reports whether the object with uid holds no finalizer and owns
+// nothing the graph knows of (for a Namespace: nothing is in it).
+func IsLeaf(g *Graph, uid string) bool {
+	n, ok := g.nodes[uid]
+	if !ok || len(n.Finalizers) > 0 || len(g.dependents[uid]) > 0 {
+		return false
+	}
+	if n.Kind == NamespaceKind && n.Namespace == "" && len(g.members[n.Name]) > 0 {
+		return false
+	}
+	return true
 }
 
 // controlledElsewhere reports whether d's controller owner exists, holds a

@@ -25,7 +25,13 @@ func TestPlanCascade(t *testing.T) {
 		{
 			name:  "sole owner: dependent deleted",
 			nodes: []Node{ns, del(thing("a")), thing("b", "a")},
-			uid:   "a", want: Cascade{Delete: []Victim{{UID: "b"}}},
+			uid:   "a", want: Cascade{Delete: []Victim{{UID: "b", Leaf: true}}},
+		},
+		{
+			name: "dependent holding a finalizer is no leaf",
+			nodes: []Node{ns, del(thing("a")), {Kind: "Thing", Namespace: "ns", Name: "b", UID: "b",
+				Finalizers: []string{other}, Owners: thing("b", "a").Owners}},
+			uid: "a", want: Cascade{Delete: []Victim{{UID: "b"}}},
 		},
 		{
 			name:  "second live owner: dependent detached",
@@ -35,13 +41,13 @@ func TestPlanCascade(t *testing.T) {
 		{
 			name:  "second owner deleting: dependent deleted",
 			nodes: []Node{ns, del(thing("a")), del(thing("c")), thing("b", "a", "c")},
-			uid:   "a", want: Cascade{Delete: []Victim{{UID: "b"}}},
+			uid:   "a", want: Cascade{Delete: []Victim{{UID: "b", Leaf: true}}},
 		},
 		{
 			name:  "second owner unknown: deleted once confirmed gone",
 			nodes: []Node{ns, del(thing("a")), thing("b", "a", "ghost")},
 			uid:   "a",
-			want: Cascade{Delete: []Victim{{UID: "b",
+			want: Cascade{Delete: []Victim{{UID: "b", Leaf: true,
 				Confirm: []api.OwnerReference{{Kind: "Thing", Name: "ghost", UID: "ghost"}}}}},
 		},
 		{
@@ -52,17 +58,17 @@ func TestPlanCascade(t *testing.T) {
 		{
 			name:  "controller reference, owner holds only cascade-deletion: deleted",
 			nodes: []Node{ns, del(thing("a")), ctl(thing("b", "a"), "a")},
-			uid:   "a", want: Cascade{Delete: []Victim{{UID: "b"}}},
+			uid:   "a", want: Cascade{Delete: []Victim{{UID: "b", Leaf: true}}},
 		},
 		{
 			name:  "plain reference, owner holds its own finalizer: deleted",
 			nodes: []Node{ns, del(thing("a"), other), thing("b", "a")},
-			uid:   "a", want: Cascade{Delete: []Victim{{UID: "b"}}},
+			uid:   "a", want: Cascade{Delete: []Victim{{UID: "b", Leaf: true}}},
 		},
 		{
 			name:  "controller reference to another owner does not skip",
 			nodes: []Node{ns, del(thing("a"), other), del(thing("c")), ctl(thing("b", "a", "c"), "c")},
-			uid:   "a", want: Cascade{Delete: []Victim{{UID: "b"}}},
+			uid:   "a", want: Cascade{Delete: []Victim{{UID: "b", Leaf: true}}},
 		},
 		{
 			name:  "deleting dependent: waited for",
@@ -111,7 +117,7 @@ func TestPlanCascade(t *testing.T) {
 				ctl(thing("managed", "owner"), "owner"), {Kind: "Thing", Namespace: "ns", Name: "owner", UID: "owner", Finalizers: []string{other}}},
 			uid: "ns",
 			want: Cascade{
-				Delete: []Victim{{UID: "child"}, {UID: "led"}, {UID: "owner"}, {UID: "root"}},
+				Delete: []Victim{{UID: "child", Leaf: true}, {UID: "led", Leaf: true}, {UID: "owner"}, {UID: "root"}},
 				Skip:   []string{"managed"}, Wait: []string{"going"},
 			},
 		},

@@ -28,6 +28,8 @@ type Node struct {
 	Namespace string
 	Name      string
 	UID       string
+	// ResourceVersion is the version the node was built from.
+	ResourceVersion string
 	// Deleting is true once DELETE has marked the object.
 	Deleting bool
 	// Finalizers are the object's finalizers, cascade-deletion included.
@@ -44,10 +46,11 @@ type Node struct {
 func NodeOf(o *api.Object) Node {
 	return Node{
 		Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID,
-		Deleting:    o.Deleting(),
-		Finalizers:  slices.Clone(o.Finalizers),
-		Owners:      slices.Clone(o.OwnerReferences),
-		CycleReport: o.Annotations[AnnotationCycle],
+		ResourceVersion: o.ResourceVersion,
+		Deleting:        o.Deleting(),
+		Finalizers:      slices.Clone(o.Finalizers),
+		Owners:          slices.Clone(o.OwnerReferences),
+		CycleReport:     o.Annotations[AnnotationCycle],
 	}
 }
 
