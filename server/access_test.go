@@ -29,6 +29,8 @@ func TestAuth_EveryEndpointButProbesNeedsAValidToken(t *testing.T) {
 	}
 	// A malformed header is no token.
 	anon.do("GET", base, nil, "Authorization", "Basic "+s.Token).expect(t, http.StatusUnauthorized)
+	// The scheme is case-insensitive (RFC 7235).
+	anon.do("GET", base, nil, "Authorization", "bearer "+s.Token).expect(t, http.StatusOK)
 	for _, p := range []string{"/healthz", "/readyz"} {
 		if r := anon.do("GET", p, nil).expect(t, http.StatusOK); strings.TrimSpace(string(r.body)) != "ok" {
 			t.Errorf("%s: %q", p, r.body)

@@ -40,6 +40,9 @@ func requestMedia(r *http.Request, patch bool) (media, error) {
 		switch mt {
 		case "application/merge-patch+json", "application/json":
 			return mediaMergePatch, nil
+		case "":
+			return 0, api.NewStatus(api.ReasonUnsupportedMedia,
+				"PATCH needs a Content-Type: application/merge-patch+json (a JSON merge patch) or application/json")
 		}
 		return 0, api.NewStatus(api.ReasonUnsupportedMedia,
 			"unsupported patch Content-Type %q: PATCH takes a JSON merge patch as application/merge-patch+json (or application/json)", short(ct))

@@ -21,7 +21,8 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request) {
 	verb, resource := "unknown", "unknown"
 	watch := false
 	if rt != nil {
-		watch = rt.target == targetCollection && r.Method == http.MethodGet && r.URL.Query().Has("watch")
+		w, _ := boolParam(r.URL.Query(), "watch")
+		watch = w && rt.target == targetCollection && r.Method == http.MethodGet
 		verb, resource = rt.verb(r.Method, watch), rt.resourceLabel()
 	}
 	defer func() { s.metrics.observe(verb, resource, w.status(), start) }()

@@ -62,10 +62,13 @@ func (s *Server) parseRoute(method, path string) (*route, error) {
 		if k := s.resource(segs[2]); k != nil && k.Namespaced {
 			return s.scopedRoute(method, path, k, segs[1], segs[3:])
 		}
+		if ns := s.resource("namespaces"); len(segs) > 3 || ns == nil || len(actionMethods(ns, segs[2])) == 0 {
+			return nil, unknownResource(segs[2])
+		}
 	}
 	k := s.resource(segs[0])
 	if k == nil {
-		return nil, api.NewStatus(api.ReasonNotFound, "the server does not serve the resource %q", segs[0])
+		return nil, unknownResource(segs[0])
 	}
 	if k.Namespaced {
 		if len(segs) > 1 {
@@ -208,6 +211,10 @@ func (rt *route) resourceLabel() string {
 		return rt.kind.Plural + "/" + rt.action.Name
 	}
 	return rt.kind.Plural
+}
+
+func unknownResource(plural string) error {
+	return api.NewStatus(api.ReasonNotFound, "the server does not serve the resource %q", plural)
 }
 
 func pathNotFound(path string) error {

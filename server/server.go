@@ -99,7 +99,9 @@ func New(opts Options) (*Server, error) {
 		metrics: m, streams: map[*stream]struct{}{}}, nil
 }
 
-// ServeHTTP serves one request.
+// ServeHTTP serves one request. It blocks until the response is complete:
+// for a watch or a streaming action, until the client leaves, the stream
+// ends, or the server ends or cuts it. Failures are written as api.Status.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	defer func() {
@@ -136,8 +138,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // authenticate checks the bearer token and returns the request with the
 // caller in its context; on failure it writes the error and returns false.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		s.writeError(w, r, api.NewStatus(api.ReasonUnauthorized, "missing bearer token: send \"Authorization: Bearer <token>\""))
 		return r, false
 	}
