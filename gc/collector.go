@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,6 +61,9 @@ type Collector struct {
 	// informers by kind name, for cached reads.
 	informers map[string]*informer.Informer
 	ctrl      *controller.Controller
+
+	started atomic.Bool
+	synced  atomic.Bool
 }
 
 // New builds a collector acting through c. It does nothing until Run.
@@ -87,8 +91,11 @@ func New(c client.Interface, opts Options) *Collector {
 // thing, so a cascade interrupted by a restart finishes. Run blocks; it
 // returns nil when ctx is done (after its informers and workers have
 // stopped), or an error at once when the kinds cannot be discovered. A
-// Collector runs once.
+// Collector runs once: a second Run returns an error at once.
 func (c *Collector) Run(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return fmt.Errorf("gc: Run called twice")
+	}
 	kinds, err := c.c.Kinds(ctx)
 	if err != nil {
 		return fmt.Errorf("gc: discover kinds: %w", err)
@@ -126,6 +133,7 @@ func (c *Collector) Run(ctx context.Context) error {
 	}
 	if synced {
 		c.sweep()
+		c.synced.Store(true)
 		c.log.Info("dependency graph built", "kinds", len(infs), "objects", c.graphLen())
 	}
 	err = c.ctrl.Run(ctx)
@@ -133,6 +141,10 @@ func (c *Collector) Run(ctx context.Context) error {
 	wg.Wait()
 	return err
 }
+
+// HasSynced reports whether the graph holds every kind's first list and
+// the collector is acting on it. It never blocks.
+func (c *Collector) HasSynced() bool { return c.synced.Load() }
 
 func (c *Collector) graphLen() int {
 	c.mu.Lock()
@@ -255,7 +267,6 @@ type work struct {
 	d        Decision
 	victims  []target
 	detach   []Node
-	requeue  bool
 	finalize bool
 }
 
@@ -402,14 +413,15 @@ func (c *Collector) anyPresent(ctx context.Context, ns string, refs []api.OwnerR
 // orphan and is collected as such.
 func (c *Collector) delete(ctx context.Context, n Node, leaf bool, why string) error {
 	if leaf && n.ResourceVersion != "" {
-		_, gone, err := c.c.Delete(ctx, n.Kind, n.Namespace, n.Name, api.DeleteOptions{Force: true,
+		_, _, err := c.c.Delete(ctx, n.Kind, n.Namespace, n.Name, api.DeleteOptions{Force: true,
 			Preconditions: api.Preconditions{UID: n.UID, ResourceVersion: n.ResourceVersion}})
 		switch {
-		case err == nil && gone, errors.Is(err, api.ErrNotFound):
-			c.m.action(why)
-			c.log.Debug("deleted", "object", n.String(), "reason", why)
+		case err == nil:
+			c.deleted(n, why)
 			return nil
-		case err != nil && !errors.Is(err, api.ErrConflict) && !errors.Is(err, api.ErrForbidden):
+		case errors.Is(err, api.ErrNotFound):
+			return nil
+		case !errors.Is(err, api.ErrConflict) && !errors.Is(err, api.ErrForbidden):
 			return fmt.Errorf("gc: delete %s: %w", n, err)
 		}
 	}
@@ -421,6 +433,13 @@ func (c *Collector) delete(ctx context.Context, n Node, leaf bool, why string) e
 	case err != nil:
 		return fmt.Errorf("gc: delete %s: %w", n, err)
 	}
+	c.deleted(n, why)
+	return nil
+}
+
+// deleted records a successful delete of n: until the graph sees n
+// deleting or gone, cascades do not ask for it again.
+func (c *Collector) deleted(n Node, why string) {
 	c.mu.Lock()
 	if cur, ok := c.graph.nodes[n.UID]; ok && !cur.Deleting {
 		c.requested[n.UID] = struct{}{}
@@ -428,7 +447,6 @@ func (c *Collector) delete(ctx context.Context, n Node, leaf bool, why string) e
 	c.mu.Unlock()
 	c.m.action(why)
 	c.log.Debug("deleted", "object", n.String(), "reason", why)
-	return nil
 }
 
 // detach removes d's references to owner uid.
