@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/gc"
@@ -50,8 +52,14 @@ func newEnv(t testing.TB, http bool) *env {
 // ends); stop waits for Run to return.
 func (e *env) startGC() (stop func()) {
 	e.t.Helper()
+	return e.startGCWith(nil)
+}
+
+// startGCWith is startGC exporting metrics to reg (when not nil).
+func (e *env) startGCWith(reg prometheus.Registerer) (stop func()) {
+	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	col := gc.New(e.c, gc.Options{Workers: 16,
+	col := gc.New(e.c, gc.Options{Workers: 16, Metrics: reg,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ConfirmRetry: 50 * time.Millisecond})
 	done := make(chan error, 1)
 	go func() { done <- col.Run(ctx) }()
@@ -432,4 +440,46 @@ func TestCollector_ManyDependentsAreAllDeleted(t *testing.T) {
 	if slices.ContainsFunc(deps, func(o *api.Object) bool { return e.state(o) != "gone" }) {
 		t.Fatal("a dependent came back")
 	}
+}
+
+func TestCollector_OrphansLeftWhileStoppedAreCollectedAtStart(t *testing.T) {
+	e := newEnv(t, false)
+	owner := e.secret("owner", nil)
+	orphan := e.secret("orphan", nil, by(owner)...)
+	e.del(owner, true) // no collector running
+	if s := e.state(orphan); s != "live" {
+		t.Fatalf("orphan is %s before any collector ran", s)
+	}
+	reg := prometheus.NewRegistry()
+	e.startGCWith(reg)
+	e.allGone(orphan)
+	e.eventually("orphan deletion counted", func() string {
+		if v := counterValue(t, reg, "cairn_gc_actions_total", "action", "orphan"); v != 1 {
+			return fmt.Sprintf("orphan deletions counted %v", v)
+		}
+		return ""
+	})
+}
+
+// counterValue returns the value of the counter name{label=value} in reg,
+// 0 when absent.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -225,19 +225,6 @@ func (g *Graph) Dependents(uid string) []string {
 	return out
 }
 
-// ExplicitDependents returns the uids of the known objects naming uid in
-// their owner references, sorted (the implicit namespace edges left out).
-func (g *Graph) ExplicitDependents(uid string) []string {
-	var out []string
-	for d := range g.dependents[uid] {
-		if _, ok := g.nodes[d]; ok {
-			out = append(out, d)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // Owners returns the uids of the known owners of uid, sorted: the objects
 // its owner references name (by uid) and its Namespace. References to
 // unknown uids are left out.
