@@ -43,6 +43,7 @@ type Registry struct {
 	byPlural map[string]*Kind
 	enc      *Encryption
 	opts     Options
+	watch    watchCaches // shared watch caches per kind (watchcache.go); its zero value is ready
 }
 
 // New builds a registry over s.

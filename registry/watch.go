@@ -3,7 +3,6 @@ package registry
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -18,11 +17,21 @@ import (
 // current object as ADDED, then the changes after them; with a version N it
 // replays every change after N. With a label selector, an object that stops
 // matching is sent as DELETED and one that starts matching as ADDED.
-// BOOKMARK events carry the version up to which everything was sent.
+// BOOKMARK events carry the version up to which everything was sent. Each
+// change is sent exactly once, in revision order.
+//
+// Watches are served from the kind's shared watch cache (see watchcache.go)
+// when it holds every change after N, else by a watch of their own on the
+// store. The objects sent may be shared with other watchers: never modify
+// them (DeepCopy first). Watch does not block beyond reading the store.
 //
 // Errors: BadRequest (bad selector or version), Gone (N is compacted away:
-// list again and watch from the list's version). A watch that fails later
-// ends its stream; Err then tells why (Gone after a compaction).
+// list again and watch from the list's version), Timeout (N is newer than
+// the store), ServiceUnavailable (after Close). A watch that fails later
+// ends its stream; Err then tells why: Gone after a compaction,
+// TooManyRequests when the watcher fell too far behind the changes (watch
+// again from the last resourceVersion received), ServiceUnavailable when
+// the registry closes.
 func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOptions) (api.Watcher, error) {
 	k, err := r.Lookup(kind)
 	if err != nil {
@@ -36,33 +45,57 @@ func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOpti
 	if err != nil {
 		return nil, err
 	}
-	prefix := r.key(k, ns, "")
-	wctx, cancel := context.WithCancel(ctx)
-	w := &watcher{events: make(chan api.Event, 64), cancel: cancel, done: make(chan struct{})}
+	if !k.Namespaced {
+		ns = ""
+	}
+	// The cache starts (at the store's current revision) before the list
+	// below, so the list's revision is inside its window.
+	c, err := r.cache(ctx, k)
+	if err != nil {
+		return nil, err
+	}
 	var initial []*api.Object
 	if rv == 0 {
-		list, err := r.List(wctx, k.Kind, ns, api.ListOptions{LabelSelector: opts.LabelSelector})
+		list, err := r.List(ctx, k.Kind, ns, api.ListOptions{LabelSelector: opts.LabelSelector})
 		if err != nil {
-			cancel()
 			return nil, err
 		}
 		initial = list.Items
 		rv, _ = parseRV(list.ResourceVersion)
-	} else if _, err := r.store.List(wctx, prefix, store.ListOptions{Revision: rv, Limit: 1}); err != nil {
-		cancel()
-		if errors.Is(err, store.ErrCompacted) {
-			return nil, api.NewGone("resourceVersion %d is too old (compacted): list again and watch from the list's resourceVersion", rv)
-		}
-		if errors.Is(err, store.ErrFutureRevision) {
-			return nil, api.NewStatus(api.ReasonTimeout, "resourceVersion %d is newer than the store", rv)
-		}
-		return nil, api.NewInternal(err)
+	} else if err := r.checkRevision(ctx, k, ns, rv); err != nil {
+		return nil, err
 	}
-	sw := r.store.Watch(wctx, prefix, rv+1)
-	go w.run(wctx, r, k, sel, initial, sw)
-	return w, nil
+	if next, ok := c.subscribe(rv); ok {
+		return c.watch(ctx, ns, sel, rv, next, initial), nil
+	}
+	return r.watchDirect(ctx, k, ns, sel, rv, initial), nil
 }
 
+// checkRevision refuses a watch from a compacted or future revision.
+func (r *Registry) checkRevision(ctx context.Context, k *Kind, ns string, rv int64) error {
+	_, err := r.store.List(ctx, r.key(k, ns, ""), store.ListOptions{Revision: rv, Limit: 1})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrCompacted):
+		return api.NewGone("resourceVersion %d is too old (compacted): list again and watch from the list's resourceVersion", rv)
+	case errors.Is(err, store.ErrFutureRevision):
+		return api.NewStatus(api.ReasonTimeout, "resourceVersion %d is newer than the store", rv)
+	}
+	return api.NewInternal(err)
+}
+
+// watchDirect serves a watch with an etcd watch of its own, from revision
+// rv+1: for versions older than the watch cache's window.
+func (r *Registry) watchDirect(ctx context.Context, k *Kind, ns string, sel labels.Selector, rv int64, initial []*api.Object) api.Watcher {
+	wctx, cancel := context.WithCancel(ctx)
+	w := &watcher{events: make(chan api.Event, 64), cancel: cancel, done: make(chan struct{})}
+	sw := r.store.Watch(wctx, r.key(k, ns, ""), rv+1)
+	go w.run(wctx, r, k, sel, initial, sw)
+	return w
+}
+
+// watcher is an API watch served by its own etcd watch.
 type watcher struct {
 	events chan api.Event
 	cancel context.CancelFunc
@@ -141,39 +174,13 @@ func watchErr(err error) error {
 // translate turns a store event into an API event, applying the selector.
 // ok is false when the event is not visible through the selector.
 func (r *Registry) translate(k *Kind, sel labels.Selector, ev store.Event) (api.Event, bool, error) {
-	if ev.Type == store.EventProgress {
-		bm := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: k.Kind}}
-		bm.ResourceVersion = formatRV(ev.Revision)
-		return api.Event{Type: api.Bookmark, Object: bm}, true, nil
-	}
-	var prev, cur *api.Object
-	var err error
-	if ev.Prev != nil {
-		if prev, err = r.decode(k, ev.Prev); err != nil {
-			return api.Event{}, false, err
-		}
-	}
-	if ev.Type == store.EventPut {
-		if cur, err = r.decode(k, ev.KV); err != nil {
-			return api.Event{}, false, err
-		}
-	}
-	prevIn := prev != nil && sel.Matches(labels.Set(prev.Labels))
-	curIn := cur != nil && sel.Matches(labels.Set(cur.Labels))
+	e := r.newEntry(k, ev)
 	switch {
-	case curIn && prevIn:
-		return api.Event{Type: api.Modified, Object: cur}, true, nil
-	case curIn:
-		return api.Event{Type: api.Added, Object: cur}, true, nil
-	case prevIn:
-		gone := prev
-		if cur != nil {
-			gone = cur // left the selection: show its latest state
-		}
-		gone.ResourceVersion = formatRV(ev.Revision)
-		return api.Event{Type: api.Deleted, Object: gone}, true, nil
-	case ev.Type != store.EventPut && ev.Type != store.EventDelete:
-		return api.Event{}, false, fmt.Errorf("registry: unknown store event %d", ev.Type)
+	case e.bookmark != nil:
+		return api.Event{Type: api.Bookmark, Object: e.bookmark}, true, nil
+	case e.err != nil:
+		return api.Event{}, false, e.err
 	}
-	return api.Event{}, false, nil
+	out, ok := e.event(sel)
+	return out, ok, nil
 }

@@ -1,0 +1,564 @@
+package registry_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/kinds"
+	"cairn.dev/cairn/registry"
+	"cairn.dev/cairn/store"
+	"cairn.dev/cairn/store/storetest"
+)
+
+// newCachedRegistry starts a registry whose watch caches keep capacity
+// events (the default when 0) and send bookmarks every bookmarks.
+func newCachedRegistry(t *testing.T, capacity int, bookmarks time.Duration) (*registry.Registry, *store.Store) {
+	t.Helper()
+	s, _ := storetest.Start(t)
+	enc, err := registry.LoadOrCreateKey(filepath.Join(t.TempDir(), "key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := registry.New(s, registry.Options{Kinds: kinds.All(), Encryption: enc, BookmarkInterval: bookmarks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if capacity > 0 {
+		registry.SetWatchCacheCapacity(r, capacity)
+	}
+	if err := r.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close) // runs before the store stops
+	return r, s
+}
+
+func nsSecret(ns, name string, labels map[string]string) *api.Object {
+	o := secret(name, map[string]string{"k": "v"})
+	o.Namespace, o.Labels = ns, labels
+	return o
+}
+
+func rvOf(t testing.TB, rv string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		t.Fatalf("resourceVersion %q: %v", rv, err)
+	}
+	return n
+}
+
+// nextChange returns the next event that is not a BOOKMARK; it fails the
+// test when the stream ends or nothing arrives within 20s.
+func nextChange(t testing.TB, w api.Watcher) api.Event {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case ev, ok := <-w.Events():
+			if !ok {
+				t.Fatalf("watch ended: %v", w.Err())
+			}
+			if ev.Type != api.Bookmark {
+				return ev
+			}
+		case <-timeout:
+			t.Fatal("no change within 20s")
+		}
+	}
+}
+
+// expectChanges reads len(want) changes, each "TYPE namespace/name".
+func expectChanges(t testing.TB, w api.Watcher, want ...string) []api.Event {
+	t.Helper()
+	var out []api.Event
+	for _, wnt := range want {
+		ev := nextChange(t, w)
+		if got := ev.Type + " " + api.Key(ev.Object.Namespace, ev.Object.Name); got != wnt {
+			t.Fatalf("event %q, want %q", got, wnt)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func mustCreate(t testing.TB, r *registry.Registry, o *api.Object) *api.Object {
+	t.Helper()
+	out, err := r.Create(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func mustWatch(t testing.TB, r *registry.Registry, ns, rv, selector string) api.Watcher {
+	t.Helper()
+	w, err := r.Watch(context.Background(), "Secret", ns, api.ListOptions{ResourceVersion: rv, LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+func currentRV(t testing.TB, s *store.Store) string {
+	t.Helper()
+	rev, err := s.Revision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strconv.FormatInt(rev, 10)
+}
+
+func TestWatchCache_ManyWatchersSeeEveryChangeOnceInOrderUnderConcurrentWriters(t *testing.T) {
+	r, s := newCachedRegistry(t, 0, 50*time.Millisecond)
+	ctx := context.Background()
+	from := currentRV(t, s)
+	const watchers, writers, perWriter = 40, 8, 30
+	// The reference: the store's own account of every change after from.
+	ref := s.Watch(ctx, registry.KeyPrefix+"secrets/", rvOf(t, from)+1)
+	defer ref.Close()
+
+	ws := make([]api.Watcher, watchers)
+	for i := range ws {
+		ns := "" // every namespace, or the one namespace written to
+		if i%2 == 1 {
+			ns = "default"
+		}
+		ws[i] = mustWatch(t, r, ns, from, "")
+		if !registry.ServedFromCache(ws[i]) {
+			t.Fatalf("watcher %d is not served from the cache", i)
+		}
+	}
+	var wg sync.WaitGroup
+	for wr := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				name := fmt.Sprintf("s-%d-%d", wr, i)
+				if _, err := r.Create(ctx, nsSecret("default", name, nil)); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := r.Patch(ctx, "Secret", "default", name, []byte(`{"metadata":{"labels":{"v":"2"}}}`), false); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%2 == 0 {
+					if _, _, err := r.Delete(ctx, "Secret", "default", name, api.DeleteOptions{Force: true}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	const total = writers * (perWriter*2 + perWriter/2)
+	var want []string
+	for len(want) < total {
+		ev := <-ref.Events()
+		typ := map[store.EventType]string{store.EventPut: "PUT", store.EventDelete: api.Deleted}[ev.Type]
+		if typ != "" {
+			want = append(want, fmt.Sprintf("%s %d", typ, ev.Revision))
+		}
+	}
+	got := make([][]string, watchers)
+	for i, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for len(got[i]) < total {
+				select {
+				case ev, ok := <-w.Events():
+					if !ok {
+						t.Errorf("watcher %d ended: %v", i, w.Err())
+						return
+					}
+					switch ev.Type {
+					case api.Bookmark:
+					case api.Added, api.Modified:
+						got[i] = append(got[i], "PUT "+ev.Object.ResourceVersion)
+					default:
+						got[i] = append(got[i], ev.Type+" "+ev.Object.ResourceVersion)
+					}
+				case <-time.After(30 * time.Second):
+					t.Errorf("watcher %d: %d of %d changes after 30s", i, len(got[i]), total)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range ws {
+		if fmt.Sprint(got[i]) != fmt.Sprint(want) {
+			t.Fatalf("watcher %d saw %d changes, not the store's %d in order:\n got %v\nwant %v", i, len(got[i]), len(want), got[i], want)
+		}
+	}
+	// Exactly once: nothing more arrives but bookmarks.
+	mustCreate(t, r, nsSecret("default", "last", nil))
+	for _, w := range ws {
+		expectChanges(t, w, "ADDED default/last")
+	}
+}
+
+func TestWatchCache_ResumeInsideAndOutsideTheWindow(t *testing.T) {
+	const capacity = 30
+	r, s := newCachedRegistry(t, capacity, time.Hour)
+	mustWatch(t, r, "default", currentRV(t, s), "") // starts the cache
+	var rvs []string
+	for i := range 10 {
+		rvs = append(rvs, mustCreate(t, r, nsSecret("default", fmt.Sprintf("a%d", i), nil)).ResourceVersion)
+	}
+	names := func(prefix string, from, to int) []string {
+		var out []string
+		for i := from; i < to; i++ {
+			out = append(out, fmt.Sprintf("ADDED default/%s%d", prefix, i))
+		}
+		return out
+	}
+	w := mustWatch(t, r, "default", rvs[2], "")
+	if !registry.ServedFromCache(w) {
+		t.Fatal("a version inside the window is not served from the cache")
+	}
+	expectChanges(t, w, names("a", 3, 10)...)
+
+	for i := range 40 { // more than the ring holds: a2 falls out of the window
+		rvs = append(rvs, mustCreate(t, r, nsSecret("default", fmt.Sprintf("b%d", i), nil)).ResourceVersion)
+	}
+	tests := []struct {
+		name      string
+		from      string
+		fromCache bool
+		want      []string
+	}{
+		{"inside the window", rvs[10+30], true, names("b", 31, 40)},
+		{"outside the window", rvs[2], false, append(names("a", 3, 10), names("b", 0, 40)...)},
+	}
+	var open []api.Watcher
+	for _, tc := range tests {
+		w := mustWatch(t, r, "default", tc.from, "")
+		if registry.ServedFromCache(w) != tc.fromCache {
+			t.Fatalf("%s: served from the cache = %v, want %v", tc.name, !tc.fromCache, tc.fromCache)
+		}
+		expectChanges(t, w, tc.want...)
+		open = append(open, w)
+	}
+	// Both go on live, each change once.
+	mustCreate(t, r, nsSecret("default", "c", nil))
+	for i, w := range open {
+		if ev := nextChange(t, w); ev.Type != api.Added || ev.Object.Name != "c" {
+			t.Fatalf("%s: live event %s %s, want ADDED c", tests[i].name, ev.Type, ev.Object.Name)
+		}
+	}
+}
+
+func TestWatchCache_CompactedVersionIsGoneInsideAndOutsideTheWindow(t *testing.T) {
+	r, s := newCachedRegistry(t, 20, time.Hour)
+	ctx := context.Background()
+	old := mustCreate(t, r, nsSecret("default", "before-cache", nil)).ResourceVersion
+	mustWatch(t, r, "default", currentRV(t, s), "") // starts the cache after old
+	inside := mustCreate(t, r, nsSecret("default", "in-cache", nil)).ResourceVersion
+	mustCreate(t, r, nsSecret("default", "later", nil))
+	rev, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compact(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, rv string }{{"outside the window", old}, {"inside the window", inside}} {
+		if _, err := r.Watch(ctx, "Secret", "default", api.ListOptions{ResourceVersion: tc.rv}); !errors.Is(err, api.ErrGone) {
+			t.Errorf("%s: watch from compacted version %s: %v, want Gone", tc.name, tc.rv, err)
+		}
+	}
+	if _, err := r.Watch(ctx, "Secret", "default", api.ListOptions{ResourceVersion: strconv.FormatInt(rev+1000, 10)}); api.ReasonOf(err) != api.ReasonTimeout {
+		t.Errorf("watch from a future version: %v, want Timeout", err)
+	}
+}
+
+func TestWatchCache_SelectorTransitionsAddAndDelete(t *testing.T) {
+	r, s := newCachedRegistry(t, 0, time.Hour)
+	ctx := context.Background()
+	w := mustWatch(t, r, "default", currentRV(t, s), "app=web")
+	if !registry.ServedFromCache(w) {
+		t.Fatal("not served from the cache")
+	}
+	patch := func(name, labels string) string {
+		out, err := r.Patch(ctx, "Secret", "default", name, []byte(`{"metadata":{"labels":`+labels+`}}`), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.ResourceVersion
+	}
+	del := func(name string) string {
+		if _, _, err := r.Delete(ctx, "Secret", "default", name, api.DeleteOptions{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		return currentRV(t, s) // nothing else writes: the deletion's revision
+	}
+	steps := []struct {
+		name   string
+		do     func() string // returns the resourceVersion of the change
+		want   string        // "" when the watcher sees nothing
+		labels string        // the labels the event's object carries
+	}{
+		{"created outside the selection", func() string { return mustCreate(t, r, nsSecret("default", "p", nil)).ResourceVersion }, "", ""},
+		{"starts matching", func() string { return patch("p", `{"app":"web"}`) }, api.Added, "map[app:web]"},
+		{"changes while matching", func() string { return patch("p", `{"x":"1"}`) }, api.Modified, "map[app:web x:1]"},
+		{"stops matching: its latest state", func() string { return patch("p", `{"app":"db"}`) }, api.Deleted, "map[app:db x:1]"},
+		{"deleted outside the selection", func() string { return del("p") }, "", ""},
+		{"created matching", func() string {
+			return mustCreate(t, r, nsSecret("default", "q", map[string]string{"app": "web"})).ResourceVersion
+		}, api.Added, "map[app:web]"},
+		{"deleted while matching: at the deletion's version", func() string { return del("q") }, api.Deleted, "map[app:web]"},
+	}
+	for _, st := range steps {
+		rv := st.do()
+		if st.want == "" {
+			continue // the next expected event proves nothing came
+		}
+		ev := nextChange(t, w)
+		if ev.Type != st.want || ev.Object.ResourceVersion != rv || fmt.Sprint(ev.Object.Labels) != st.labels {
+			t.Fatalf("%s: got %s rv %s labels %v, want %s rv %s labels %s", st.name,
+				ev.Type, ev.Object.ResourceVersion, ev.Object.Labels, st.want, rv, st.labels)
+		}
+	}
+	mustCreate(t, r, nsSecret("default", "end", map[string]string{"app": "web"}))
+	expectChanges(t, w, "ADDED default/end")
+}
+
+func TestWatchCache_NamespaceFiltering(t *testing.T) {
+	r, s := newCachedRegistry(t, 0, time.Hour)
+	ctx := context.Background()
+	for _, ns := range []string{"a", "b", "ab"} {
+		if err := r.EnsureNamespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCreate(t, r, nsSecret("a", "x1", nil))
+	mustCreate(t, r, nsSecret("b", "y1", nil))
+	from := currentRV(t, s)
+	tests := []struct {
+		ns, rv string
+		want   []string
+	}{
+		{"a", "", []string{"ADDED a/x1", "ADDED a/x2", "ADDED a/x3"}}, // the list first
+		{"b", from, []string{"ADDED b/y2"}},
+		{"", from, []string{"ADDED a/x2", "ADDED ab/z", "ADDED b/y2", "ADDED a/x3"}},
+	}
+	ws := make([]api.Watcher, len(tests))
+	for i, tc := range tests {
+		ws[i] = mustWatch(t, r, tc.ns, tc.rv, "")
+	}
+	nsw, err := r.Watch(ctx, "Namespace", "a", api.ListOptions{ResourceVersion: from}) // cluster-scoped: ns is ignored
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nsw.Stop()
+	mustCreate(t, r, nsSecret("a", "x2", nil))
+	mustCreate(t, r, nsSecret("ab", "z", nil)) // "a" is a prefix of "ab": not in a
+	mustCreate(t, r, nsSecret("b", "y2", nil))
+	if err := r.EnsureNamespace(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, r, nsSecret("a", "x3", nil))
+	mustCreate(t, r, nsSecret("b", "end", nil))
+	for i, tc := range tests {
+		expectChanges(t, ws[i], tc.want...)
+	}
+	expectChanges(t, ws[1], "ADDED b/end") // nothing of a came between
+	expectChanges(t, nsw, "ADDED c")
+}
+
+func TestWatchCache_SlowConsumerIsEndedWithoutBlockingOthers(t *testing.T) {
+	const capacity, changes = 50, 300
+	r, s := newCachedRegistry(t, capacity, time.Hour)
+	from := currentRV(t, s)
+	slow := mustWatch(t, r, "default", from, "")
+	fast := mustWatch(t, r, "default", from, "")
+	done := make(chan []string)
+	go func() {
+		var seen []string
+		for len(seen) < changes {
+			ev, ok := <-fast.Events()
+			if !ok {
+				break
+			}
+			seen = append(seen, ev.Object.Name)
+		}
+		done <- seen
+	}()
+	var want []string
+	for i := range changes {
+		want = append(want, fmt.Sprintf("s%d", i))
+		mustCreate(t, r, nsSecret("default", want[i], nil))
+	}
+	select {
+	case seen := <-done:
+		if fmt.Sprint(seen) != fmt.Sprint(want) {
+			t.Fatalf("the fast watcher saw %v", seen)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the fast watcher was held up by the slow one")
+	}
+	// The slow watcher gets a prefix of the changes, in order, then its end.
+	var got []string
+	last := from
+	for ev := range slow.Events() {
+		got = append(got, ev.Object.Name)
+		last = ev.Object.ResourceVersion
+	}
+	if err := slow.Err(); !errors.Is(err, api.ErrTooManyRequests) {
+		t.Fatalf("slow watcher ended with %v, want TooManyRequests", err)
+	}
+	if len(got) >= changes || fmt.Sprint(got) != fmt.Sprint(want[:len(got)]) {
+		t.Fatalf("slow watcher saw %d changes: %v", len(got), got)
+	}
+	// Resuming from its last version loses and repeats nothing.
+	resumed := mustWatch(t, r, "default", last, "")
+	var rest []string
+	for _, n := range want[len(got):] {
+		rest = append(rest, "ADDED default/"+n)
+	}
+	expectChanges(t, resumed, rest...)
+}
+
+func TestWatchCache_BookmarksReachEveryWatcher(t *testing.T) {
+	r, s := newCachedRegistry(t, 0, 50*time.Millisecond)
+	from := currentRV(t, s)
+	ws := []api.Watcher{mustWatch(t, r, "default", from, ""), mustWatch(t, r, "", from, "app=none")}
+	rv := rvOf(t, mustCreate(t, r, nsSecret("default", "s", nil)).ResourceVersion)
+	for i, w := range ws {
+		if !registry.ServedFromCache(w) {
+			t.Fatalf("watcher %d is not served from the cache", i)
+		}
+		last := rvOf(t, from)
+		deadline := time.After(20 * time.Second)
+		for covered := false; !covered; {
+			select {
+			case ev := <-w.Events():
+				got := rvOf(t, ev.Object.ResourceVersion)
+				if got < last {
+					t.Fatalf("watcher %d: %s at %d after %d", i, ev.Type, got, last)
+				}
+				last = got
+				covered = ev.Type == api.Bookmark && got >= rv
+			case <-deadline:
+				t.Fatalf("watcher %d: no bookmark covering %d", i, rv)
+			}
+		}
+	}
+}
+
+func TestWatchCache_StopCancelAndCloseReleaseGoroutines(t *testing.T) {
+	r, s := newCachedRegistry(t, 0, 50*time.Millisecond)
+	ctx := context.Background()
+	mustWatch(t, r, "default", currentRV(t, s), "").Stop() // the cache now runs
+	waitGoroutines := func(max int) int {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n := runtime.NumGoroutine()
+			if n <= max {
+				return n
+			}
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				t.Fatalf("%d goroutines, want at most %d:\n%s", n, max, buf[:runtime.Stack(buf, true)])
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	base := waitGoroutines(1 << 20)
+	cctx, cancel := context.WithCancel(ctx)
+	var ws []api.Watcher
+	const watchers = 200
+	for i := range watchers {
+		wctx := ctx
+		if i%2 == 0 {
+			wctx = cctx
+		}
+		w, err := r.Watch(wctx, "Secret", "", api.ListOptions{ResourceVersion: currentRV(t, s)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	mustCreate(t, r, nsSecret("default", "s", nil))
+	if n := runtime.NumGoroutine(); n < base+watchers {
+		t.Fatalf("%d goroutines with %d watchers open, base %d: the count does not see them", n, watchers, base)
+	}
+	cancel()
+	for i, w := range ws {
+		if i%2 == 1 {
+			w.Stop()
+			w.Stop() // idempotent
+		}
+		for range w.Events() { // closed after Stop or cancellation
+		}
+		if err := w.Err(); err != nil {
+			t.Fatalf("watcher %d ended with %v, want nil", i, err)
+		}
+	}
+	waitGoroutines(base + 10) // loosely: the store's client and server come and go too
+
+	open := mustWatch(t, r, "default", currentRV(t, s), "")
+	r.Close()
+	r.Close() // idempotent
+	for range open.Events() {
+	}
+	if err := open.Err(); api.ReasonOf(err) != api.ReasonUnavailable {
+		t.Fatalf("watch open at Close ended with %v, want ServiceUnavailable", err)
+	}
+	if _, err := r.Watch(ctx, "Secret", "default", api.ListOptions{}); api.ReasonOf(err) != api.ReasonUnavailable {
+		t.Fatalf("watch after Close: %v, want ServiceUnavailable", err)
+	}
+	waitGoroutines(base + 10) // nothing was left behind by Close
+}
+
+func TestWatchCache_EncodedEventsMatchMarshal(t *testing.T) {
+	r, s := newCachedRegistry(t, 0, time.Hour)
+	ctx := context.Background()
+	w := mustWatch(t, r, "default", currentRV(t, s), "")
+	enc, ok := w.(api.EventEncoder)
+	if !ok {
+		t.Fatal("a cached watcher does not implement api.EventEncoder")
+	}
+	o := nsSecret("default", "e", nil)
+	o.Annotations = map[string]string{"html": "<a & b>"} // escaped alike
+	mustCreate(t, r, o)
+	if _, err := r.Patch(ctx, "Secret", "default", "e", []byte(`{"stringData":{"k":"w"}}`), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Delete(ctx, "Secret", "default", "e", api.DeleteOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{api.Added, api.Modified, api.Deleted} {
+		ev := nextChange(t, w)
+		if ev.Type != typ {
+			t.Fatalf("event %s, want %s", ev.Type, typ)
+		}
+		for range 2 { // encoded once, then shared
+			got, err := enc.EncodeEvent(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := json.Marshal(ev.Object)
+			want, _ := json.Marshal(api.WatchEvent{Type: ev.Type, Object: raw})
+			if !bytes.Equal(got, append(want, '\n')) {
+				t.Fatalf("%s encoded as\n%s\nwant\n%s", typ, got, want)
+			}
+		}
+	}
+}
