@@ -1,6 +1,8 @@
 package kinds
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"maps"
 	"slices"
 
@@ -46,6 +48,7 @@ func Secret() registry.Kind {
 				s.Type = "Opaque"
 			}
 		},
+		Precheck: checkBase64,
 		Validate: validateSecret,
 	})
 }
@@ -68,3 +71,29 @@ func validateSecret(s *api.Secret) field.ErrorList {
 }
 
 func sortedKeys(m map[string][]byte) []string { return slices.Sorted(maps.Keys(m)) }
+
+// checkBase64 names each data key whose value is not base64, before the
+// decoder rejects the object without saying where.
+func checkBase64(obj *api.Object) field.ErrorList {
+	raw := obj.Field("data")
+	if raw == nil {
+		return nil
+	}
+	var data map[string]any
+	if err := json.Unmarshal(raw, &data); err != nil {
+		return field.ErrorList{field.Invalid(field.NewPath("data"), "<redacted>", "must be an object of base64 strings")}
+	}
+	var errs field.ErrorList
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		v, ok := data[k].(string)
+		if !ok {
+			errs = append(errs, field.Invalid(field.NewPath("data").Key(k), "<redacted>", "must be a base64 string"))
+			continue
+		}
+		if _, err := base64.StdEncoding.DecodeString(v); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("data").Key(k), "<redacted>",
+				"must be base64-encoded (use stringData for plain values)"))
+		}
+	}
+	return errs
+}

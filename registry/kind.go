@@ -52,6 +52,9 @@ type Spec[T api.Resource] struct {
 	Encrypted    bool
 	Actions      []Action
 
+	// Precheck inspects the generic object before it is decoded into T,
+	// for field errors the JSON decoder cannot place (e.g. bad base64).
+	Precheck func(obj *api.Object) field.ErrorList
 	// Default fills unset fields; it runs before validation on every write.
 	Default func(obj T)
 	// Validate checks an object on create and update.
@@ -99,6 +102,11 @@ func Define[T api.Resource](s Spec[T]) Kind {
 		k.Subresources = append(k.Subresources, a.Name)
 	}
 	k.prepare = func(obj, old *api.Object, op operation) (*api.Object, field.ErrorList, error) {
+		if s.Precheck != nil && op != opStatus {
+			if errs := s.Precheck(obj); len(errs) > 0 {
+				return nil, errs, nil
+			}
+		}
 		t, err := decode(obj)
 		if err != nil {
 			return nil, nil, api.NewBadRequest("%s %q: %s", s.Kind, obj.Name, describeDecodeError(err))

@@ -95,7 +95,7 @@ func TestBadInput_ClearFourXXNamingTheFieldAndNoWrite(t *testing.T) {
 		{"invalid label key", "POST", secrets, sec(`"name":"new","labels":{"bad key!":"v"}`, ""), "", nil, 422, api.ReasonInvalid, "metadata.labels"},
 		{"invalid label value", "POST", secrets, sec(`"name":"new","labels":{"k":"has spaces"}`, ""), "", nil, 422, api.ReasonInvalid, "metadata.labels"},
 		{"invalid annotation key", "POST", secrets, sec(`"name":"new","annotations":{"a/b/c":"v"}`, ""), "", nil, 422, api.ReasonInvalid, "metadata.annotations"},
-		{"bad base64 in secret data", "POST", secrets, sec("", `"data":{"k":"!!not base64!!"}`), "", nil, 400, api.ReasonBadRequest, `field "data`},
+		{"bad base64 in secret data", "POST", secrets, sec("", `"data":{"k":"!!not base64!!"}`), "", nil, 422, api.ReasonInvalid, `data[k]`},
 		{"invalid secret data key", "POST", secrets, sec("", `"stringData":{"bad/key":"v"}`), "", nil, 422, api.ReasonInvalid, "data"},
 		{"stringData of the wrong type", "POST", secrets, sec("", `"stringData":{"k":1}`), "", nil, 400, api.ReasonBadRequest, "stringData"},
 		{"resourceVersion not a number", "PUT", secrets + "/existing", sec(`"name":"existing","resourceVersion":"abc"`, ""), "", nil, 400, api.ReasonBadRequest, "resourceVersion"},
