@@ -93,6 +93,13 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 
 	wt, err := s.reg.Watch(e.ctx, rt.kind.Kind, rt.ns, opts)
 	if err != nil {
+		if e.ctx.Err() != nil {
+			// Cut or shut down while the watch was being set up: the
+			// failure is ours to hide, not an internal error to report.
+			finishStream(e)
+			s.writeError(w, r, api.NewStatus(api.ReasonUnavailable, "the server ended the watch; retry"))
+			return
+		}
 		s.writeError(w, r, err)
 		return
 	}
