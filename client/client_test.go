@@ -238,6 +238,10 @@ func TestClient_ErrorsMatchAPISentinels(t *testing.T) {
 			_, err := c.Get(ctx, "Gizmo", "default", "x")
 			return err
 		}, api.ErrNotFound},
+		{"create without a namespace", func(c client.Interface) error {
+			_, err := c.Create(ctx, secret("", "nons", nil, nil))
+			return err
+		}, api.ErrInvalid},
 		{"create taken", func(c client.Interface) error {
 			_, err := c.Create(ctx, secret("default", "taken", nil, nil))
 			return err

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"unicode"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"cairn.dev/cairn/api"
 )
 
@@ -192,6 +194,11 @@ func (c *httpClient) call(ctx context.Context, method, path string, q url.Values
 const jsonType = "application/json"
 
 func (c *httpClient) Create(ctx context.Context, obj *api.Object) (*api.Object, error) {
+	if obj.Namespace == "" {
+		if err := c.requireClusterScoped(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
 	p, err := c.path(ctx, obj.Kind, obj.Namespace, "")
 	if err != nil {
 		return nil, err
@@ -326,6 +333,28 @@ func (c *httpClient) fetchKinds(ctx context.Context) ([]api.KindInfo, error) {
 	c.kinds = d.Kinds
 	c.mu.Unlock()
 	return d.Kinds, nil
+}
+
+// requireClusterScoped answers a create without a namespace as the
+// registry would (Invalid, naming metadata.namespace) when the kind is
+// namespaced, instead of posting to the all-namespaces path.
+func (c *httpClient) requireClusterScoped(ctx context.Context, obj *api.Object) error {
+	c.mu.Lock()
+	kinds := c.kinds
+	c.mu.Unlock()
+	if kinds == nil {
+		var err error
+		if kinds, err = c.fetchKinds(ctx); err != nil {
+			return err
+		}
+	}
+	for _, k := range kinds {
+		if k.Kind == obj.Kind && k.Namespaced {
+			return api.NewInvalid(obj.Kind, obj.Name, field.ErrorList{
+				field.Required(field.NewPath("metadata", "namespace"), "a namespace is required")})
+		}
+	}
+	return nil
 }
 
 func (c *httpClient) Kinds(ctx context.Context) ([]api.KindInfo, error) {
