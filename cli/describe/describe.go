@@ -37,11 +37,7 @@ func New(s *session.Session) *cobra.Command {
 }
 
 func run(ctx context.Context, s *session.Session, kindName, name string) error {
-	kind, err := s.Kind(ctx, kindName)
-	if err != nil {
-		return err
-	}
-	c, err := s.Client()
+	kind, c, err := s.KindClient(ctx, kindName)
 	if err != nil {
 		return err
 	}

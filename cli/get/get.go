@@ -60,11 +60,7 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, kindName stri
 	if len(names) > 0 && (flags.AllNamespaces || flags.Selector != "") {
 		return fmt.Errorf("names cannot be combined with -A or -l")
 	}
-	kind, err := s.Kind(ctx, kindName)
-	if err != nil {
-		return err
-	}
-	c, err := s.Client()
+	kind, c, err := s.KindClient(ctx, kindName)
 	if err != nil {
 		return err
 	}

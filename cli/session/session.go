@@ -124,6 +124,17 @@ func (s *Session) Kind(ctx context.Context, name string) (api.KindInfo, error) {
 	return api.KindInfo{}, UnknownKind(kinds, name)
 }
 
+// KindClient resolves a kind as Kind does and returns it with the client,
+// the pair most commands start with.
+func (s *Session) KindClient(ctx context.Context, name string) (api.KindInfo, client.Interface, error) {
+	kind, err := s.Kind(ctx, name)
+	if err != nil {
+		return kind, nil, err
+	}
+	c, err := s.Client()
+	return kind, c, err
+}
+
 // Resolve finds name among kinds by kind, plural or short name, ignoring
 // case.
 func Resolve(kinds []api.KindInfo, name string) (api.KindInfo, bool) {

@@ -53,11 +53,7 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, kindName, nam
 	if flags.Timeout < 0 {
 		return fmt.Errorf("--timeout must not be negative")
 	}
-	kind, err := s.Kind(ctx, kindName)
-	if err != nil {
-		return err
-	}
-	c, err := s.Client()
+	kind, c, err := s.KindClient(ctx, kindName)
 	if err != nil {
 		return err
 	}
