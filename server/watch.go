@@ -111,6 +111,10 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 	w.WriteHeader(http.StatusOK)
 	w.Flush()
 
+	// A watcher fed by the registry's shared watch cache hands out each
+	// event's line encoded once for all watchers. A burst of events is
+	// flushed once, after its last event.
+	enc, _ := wt.(api.EventEncoder)
 	events := wt.Events()
 	for open := true; open; {
 		select {
@@ -119,7 +123,7 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 				open = false
 				break
 			}
-			if err := writeEvent(w, ev.Type, ev.Object); err != nil {
+			if err := writeWatchEvent(w, enc, ev, len(events) == 0); err != nil {
 				s.log.Error("encode watch event", "path", r.URL.Path, "err", err)
 				open = false
 			}
@@ -139,6 +143,25 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 		}
 		_ = writeEvent(w, api.Error, st)
 	}
+}
+
+// writeWatchEvent writes one watch event line, encoded by enc when it is
+// not nil, and flushes when flush is set.
+func writeWatchEvent(w *statusWriter, enc api.EventEncoder, ev api.Event, flush bool) error {
+	if enc == nil {
+		return writeEvent(w, ev.Type, ev.Object)
+	}
+	line, err := enc.EncodeEvent(ev)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(line); err != nil {
+		return nil // the client is gone; its context ends the stream
+	}
+	if flush {
+		w.Flush()
+	}
+	return nil
 }
 
 // writeEvent writes one watch event line and flushes it.
