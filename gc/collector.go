@@ -60,7 +60,9 @@ type Collector struct {
 	requested map[string]struct{}
 	// informers by kind name, for cached reads.
 	informers map[string]*informer.Informer
-	ctrl      *controller.Controller
+	// namespaced lists the namespaced kinds, set by Run before any reconcile.
+	namespaced []string
+	ctrl       *controller.Controller
 
 	started atomic.Bool
 	synced  atomic.Bool
@@ -99,6 +101,11 @@ func (c *Collector) Run(ctx context.Context) error {
 	kinds, err := c.c.Kinds(ctx)
 	if err != nil {
 		return fmt.Errorf("gc: discover kinds: %w", err)
+	}
+	for _, k := range kinds {
+		if k.Namespaced {
+			c.namespaced = append(c.namespaced, k.Kind)
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -341,11 +348,40 @@ func (c *Collector) reconcile(ctx context.Context, uid string) (controller.Resul
 		}
 	}
 	if w.finalize {
+		if w.self.Kind == NamespaceKind && w.self.Namespace == "" {
+			empty, err := c.namespaceEmpty(ctx, w.self.Name)
+			if err != nil {
+				return res, err
+			}
+			if !empty {
+				// The graph has not seen everything in it yet.
+				res.RequeueAfter = c.opts.ConfirmRetry
+				return res, nil
+			}
+		}
 		if err := c.removeFinalizer(ctx, w.self); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// namespaceEmpty asks the API whether anything is left in namespace ns: one
+// list of at most one item per namespaced kind. It runs once per namespace
+// deletion, when the graph says the namespace is empty, because the graph
+// may lag behind on some kind's watch.
+func (c *Collector) namespaceEmpty(ctx context.Context, ns string) (bool, error) {
+	for _, k := range c.namespaced {
+		l, err := c.c.List(ctx, k, ns, api.ListOptions{Limit: 1})
+		if err != nil {
+			return false, fmt.Errorf("gc: check namespace %s is empty: list %s: %w", ns, k, err)
+		}
+		if len(l.Items) > 0 {
+			c.log.Debug("namespace not empty yet", "namespace", ns, "kind", k, "name", l.Items[0].Name)
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // deleteAll deletes the victims, a bounded number at a time. It reports

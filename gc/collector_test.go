@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func (e *env) startGCWith(reg prometheus.Registerer) (stop func()) {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	col := gc.New(e.c, gc.Options{Workers: 16, Metrics: reg,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ConfirmRetry: 50 * time.Millisecond})
+		Logger: testLogger(), ConfirmRetry: 50 * time.Millisecond})
 	done := make(chan error, 1)
 	go func() { done <- col.Run(ctx) }()
 	var stopped bool
@@ -76,6 +77,14 @@ func (e *env) startGCWith(reg prometheus.Registerer) (stop func()) {
 	}
 	e.t.Cleanup(stop)
 	return stop
+}
+
+// testLogger discards logs unless GC_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("GC_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 func (e *env) create(o *api.Object) *api.Object {

@@ -129,10 +129,15 @@ func Decide(g *Graph, uid string) Decision {
 // Orphaned reports whether the live object with uid lost every owner: it
 // has owner references and none names a known object (a uid that does not
 // match the object now holding that name counts as gone), or it lives in a
-// namespace that is gone. It also returns the owners to confirm gone
-// (a Namespace reference has no uid: confirm by name). Deleting objects,
+// namespace that is gone. It also returns the owners to confirm gone (a
+// Namespace reference has no uid: confirm by name). Deleting objects,
 // objects without owners and objects with any deleting or live owner are
 // not orphans: a deleting owner's cascade takes care of them.
+//
+// A namespace that is gone is treated like a deleting one (see
+// PlanCascade): its objects are orphans, except those whose controller
+// owner still exists and holds a finalizer of its own; that owner, an
+// orphan itself, goes first and its controller deletes them in order.
 func Orphaned(g *Graph, uid string) (bool, []api.OwnerReference) {
 	n, ok := g.nodes[uid]
 	if !ok || n.Deleting {
@@ -140,6 +145,9 @@ func Orphaned(g *Graph, uid string) (bool, []api.OwnerReference) {
 	}
 	if n.Namespace != "" {
 		if _, ok := g.NamespaceOf(*n); !ok {
+			if controlledElsewhere(g, n) {
+				return false, nil
+			}
 			return true, []api.OwnerReference{{Kind: NamespaceKind, Name: n.Namespace}}
 		}
 	}
@@ -163,6 +171,13 @@ func Orphaned(g *Graph, uid string) (bool, []api.OwnerReference) {
 //     the object holds another finalizer is skipped;
 //   - a live dependent with another live owner is detached;
 //   - any other live dependent is deleted.
+//
+// The graph may lag behind the store for a moment, each kind arriving on
+// its own watch: a dependent not seen yet when its owner is finalized is
+// collected as an orphan right after (the same end, in another order).
+// For a Namespace the collector confirms emptiness with the API before
+// removing the finalizer, since a namespace recreated under the same name
+// would otherwise adopt what was left.
 //
 // For a Namespace every live object in it goes: it is deleted unless its
 // controller owner still exists, holds a finalizer of its own and is not on

@@ -174,6 +174,21 @@ func TestOrphaned(t *testing.T) {
 			name: "namespace gone", nodes: []Node{thing("b")}, uid: "b", want: true,
 			confirm: []api.OwnerReference{{Kind: NamespaceKind, Name: "ns"}},
 		},
+		{
+			name: "namespace gone, owner gone too", nodes: []Node{thing("b", "a")}, uid: "b", want: true,
+			confirm: []api.OwnerReference{{Kind: NamespaceKind, Name: "ns"}},
+		},
+		{
+			name: "namespace gone, controller owner with its own finalizer goes first",
+			nodes: []Node{{Kind: "Thing", Namespace: "ns", Name: "a", UID: "a", Finalizers: []string{"cairn.dev/x"}},
+				ctl(thing("b", "a"), "a")},
+			uid: "b",
+		},
+		{
+			name:  "namespace gone, plain live owner: orphan all the same",
+			nodes: []Node{thing("a"), thing("b", "a")}, uid: "b", want: true,
+			confirm: []api.OwnerReference{{Kind: NamespaceKind, Name: "ns"}},
+		},
 		{name: "cluster-scoped without owners", nodes: []Node{nd(NamespaceKind, "other")}, uid: "other"},
 		{name: "unknown uid", nodes: []Node{ns}, uid: "nope"},
 	}
