@@ -48,9 +48,15 @@ func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOpti
 	if !k.Namespaced {
 		ns = ""
 	}
-	// The cache starts (at the store's current revision) before the list
-	// below, so the list's revision is inside its window.
-	c, err := r.cache(ctx, k)
+	if rv > 0 {
+		if err := r.checkRevision(ctx, k, ns, rv); err != nil {
+			return nil, err
+		}
+	}
+	// A cache started here starts at rv, or (for a list first) at the
+	// store's current revision, before the list: either way rv is inside
+	// its window.
+	c, err := r.cache(ctx, k, rv)
 	if err != nil {
 		return nil, err
 	}
@@ -62,8 +68,6 @@ func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOpti
 		}
 		initial = list.Items
 		rv, _ = parseRV(list.ResourceVersion)
-	} else if err := r.checkRevision(ctx, k, ns, rv); err != nil {
-		return nil, err
 	}
 	if next, ok := c.subscribe(rv); ok {
 		return c.watch(ctx, ns, sel, rv, next, initial), nil

@@ -17,7 +17,10 @@ import (
 //
 //   - A kind's cache starts lazily, on the first Watch of that kind, and runs
 //     until Registry.Close (or until its etcd watch fails for good; the next
-//     Watch then starts a new one). Its etcd watch covers every namespace.
+//     Watch then starts a new one). Its etcd watch covers every namespace
+//     and starts after that first watch's resourceVersion (after the
+//     store's current revision for a watch that lists first), so the first
+//     watcher is served from the cache too.
 //   - Each store event is decoded (and decrypted) once into an immutable
 //     cacheEntry, kept in a ring of the last defaultWatchCacheCapacity
 //     entries. Watchers read the ring at their own pace, each in its own
@@ -69,10 +72,12 @@ func (r *Registry) Close() {
 }
 
 // cache returns the running cache of kind k, starting it when there is
-// none. Starting reads the store's revision (with ctx) and watches from the
-// next one. Errors: ServiceUnavailable after Close, InternalError when the
-// store does not answer.
-func (r *Registry) cache(ctx context.Context, k *Kind) (*watchCache, error) {
+// none: from revision from (its window then begins there, and the store
+// replays the changes after it; from must not be compacted), or with from 0
+// from the store's current revision, read with ctx. Errors:
+// ServiceUnavailable after Close, InternalError when the store does not
+// answer.
+func (r *Registry) cache(ctx context.Context, k *Kind, from int64) (*watchCache, error) {
 	w := &r.watch
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -82,9 +87,12 @@ func (r *Registry) cache(ctx context.Context, k *Kind) (*watchCache, error) {
 	if c := w.caches[k.Kind]; c != nil {
 		return c, nil
 	}
-	rev, err := r.store.Revision(ctx)
-	if err != nil {
-		return nil, api.NewInternal(err)
+	rev := from
+	if rev == 0 {
+		var err error
+		if rev, err = r.store.Revision(ctx); err != nil {
+			return nil, api.NewInternal(err)
+		}
 	}
 	if w.ctx == nil {
 		w.ctx, w.cancel = context.WithCancel(context.Background())
