@@ -285,6 +285,9 @@ func (d *Daemon) Wait() error {
 func (d *Daemon) Done() <-chan struct{} { return d.done }
 
 func (d *Daemon) closeStore() {
+	if d.registry != nil {
+		d.registry.Close()
+	}
 	if d.etcd != nil {
 		d.etcd.Close()
 	}

@@ -124,6 +124,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if err != nil {
 		t.Fatalf("servertest: registry: %v", err)
 	}
+	t.Cleanup(reg.Close) // runs before the store's cleanup (registered earlier)
 	if err := reg.Init(ctx); err != nil {
 		t.Fatalf("servertest: init registry: %v", err)
 	}
