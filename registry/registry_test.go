@@ -5,34 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store"
-	"cairn.dev/cairn/store/storetest"
 )
 
 func newRegistry(t *testing.T) (*registry.Registry, *store.Store) {
 	t.Helper()
-	s, _ := storetest.Start(t)
-	enc, err := registry.LoadOrCreateKey(filepath.Join(t.TempDir(), "key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := registry.New(s, registry.Options{Kinds: kinds.All(), Encryption: enc, BookmarkInterval: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Init(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return r, s
+	return newCachedRegistry(t, 0, 200*time.Millisecond)
 }
 
 func secret(name string, data map[string]string) *api.Object {
