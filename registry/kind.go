@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -164,18 +165,10 @@ func Define[T api.Resource](s Spec[T]) Kind {
 // field, without echoing values (which may be secret).
 func describeDecodeError(err error) string {
 	var te *json.UnmarshalTypeError
-	if ok := asType(err, &te); ok {
+	if errors.As(err, &te) {
 		return fmt.Sprintf("field %q: cannot use a JSON %s as %s", te.Field, te.Value, te.Type)
 	}
 	return err.Error()
-}
-
-func asType[E error](err error, target *E) bool {
-	e, ok := err.(E)
-	if ok {
-		*target = e
-	}
-	return ok
 }
 
 // Action is a kind-specific endpoint: METHOD .../{plural}/{name}/{Name}, or
