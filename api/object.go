@@ -91,6 +91,9 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 	if top == nil {
 		return fmt.Errorf("object must be a JSON object, not null")
 	}
+	if err := checkFieldNames(top); err != nil {
+		return err
+	}
 	*o = Object{}
 	if v, ok := top["apiVersion"]; ok {
 		if err := json.Unmarshal(v, &o.APIVersion); err != nil {
@@ -117,6 +120,30 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 	}
 	if len(top) > 0 {
 		o.Fields = top
+	}
+	return nil
+}
+
+// reservedFields are the top-level names with a meaning of their own.
+var reservedFields = []string{"apiVersion", "kind", "metadata", FieldStatus}
+
+// checkFieldNames rejects top-level names that differ only in case, and
+// misspelled reserved names: decoding into Go structs matches names
+// case-insensitively, so "Metadata" would otherwise override the metadata
+// the server checked.
+func checkFieldNames(top map[string]json.RawMessage) error {
+	folded := make(map[string]string, len(top))
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		l := strings.ToLower(k)
+		if prev, dup := folded[l]; dup {
+			return fmt.Errorf("fields %q and %q differ only in case: field names are case-sensitive", prev, k)
+		}
+		folded[l] = k
+	}
+	for _, r := range reservedFields {
+		if k, ok := folded[strings.ToLower(r)]; ok && k != r {
+			return fmt.Errorf("unknown field %q: did you mean %q? (field names are case-sensitive)", k, r)
+		}
 	}
 	return nil
 }

@@ -76,7 +76,13 @@ type Status struct {
 	Reason  Reason         `json:"reason"`
 	Message string         `json:"message"`
 	Details *StatusDetails `json:"details,omitempty"`
+	// cause is the underlying failure of an InternalError: logged by the
+	// server, never sent to clients.
+	cause error
 }
+
+// Unwrap returns the underlying failure of an InternalError, if any.
+func (s *Status) Unwrap() error { return s.cause }
 
 // StatusDetails names the object concerned and, for Invalid, each field error.
 type StatusDetails struct {
@@ -187,9 +193,22 @@ func NewForbidden(kind, name, why string) *Status {
 // NewGone reports a resource version that is no longer available.
 func NewGone(format string, args ...any) *Status { return NewStatus(ReasonGone, format, args...) }
 
-// NewInternal wraps an unexpected failure; the message is kept generic.
+// NewInternal wraps an unexpected failure. Clients see only a generic
+// message; the failure itself is kept for the server's log (Unwrap).
 func NewInternal(err error) *Status {
-	return NewStatus(ReasonInternalError, "internal error: %v", err)
+	s := NewStatus(ReasonInternalError, "internal error: see the server log")
+	s.cause = err
+	return s
+}
+
+// LogValue describes an error for a log line: an InternalError with its
+// underlying failure, any other error as it is.
+func LogValue(err error) string {
+	var s *Status
+	if errors.As(err, &s) && s.cause != nil {
+		return s.Message + ": " + s.cause.Error()
+	}
+	return err.Error()
 }
 
 // NewInvalid reports field errors on kind/name (HTTP 422).

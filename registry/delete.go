@@ -71,6 +71,10 @@ func (r *Registry) deleteOnce(ctx context.Context, k *Kind, cur *stored, force b
 		return out, true, nil
 	}
 	if cur.obj.Deleting() {
+		// Already marked; confirm cur is not a stale read before saying so.
+		if _, err := r.store.Txn(ctx, guard); err != nil {
+			return nil, false, storeErr(err)
+		}
 		return cur.obj, false, nil
 	}
 	obj := cur.obj.DeepCopy()

@@ -67,6 +67,9 @@ func (r *Registry) List(ctx context.Context, kind, ns string, opts api.ListOptio
 		if errors.Is(err, store.ErrCompacted) {
 			return nil, api.NewGone("the continue token has expired: list again from the start")
 		}
+		if errors.Is(err, store.ErrFutureRevision) {
+			return nil, api.NewBadRequest("continue token is not valid for this list: use the token returned by the previous page")
+		}
 		if err != nil {
 			return nil, api.NewInternal(err)
 		}

@@ -131,10 +131,18 @@ func (r *Registry) write(ctx context.Context, in *api.Object, op operation) (*ap
 			try.ResourceVersion = cur.obj.ResourceVersion
 		}
 		out, err := r.writeOnce(ctx, k, try, cur, op)
-		if errors.Is(err, store.ErrPrecondition) {
-			if !conditional && attempt < maxUpdateAttempts {
+		if errors.Is(err, store.ErrPrecondition) && attempt < maxUpdateAttempts {
+			if !conditional {
 				continue
 			}
+			// The object or one of its guards (a new owner) moved, or the
+			// first read was stale: only the object moving is a conflict.
+			now, rerr := r.read(ctx, k, obj.Namespace, obj.Name)
+			if rerr == nil && now.obj.ResourceVersion == obj.ResourceVersion {
+				continue
+			}
+		}
+		if errors.Is(err, store.ErrPrecondition) {
 			return nil, api.NewConflict(k.Kind, obj.Name, "the object has been modified; read it again and retry")
 		}
 		return out, err
@@ -146,6 +154,9 @@ func (r *Registry) write(ctx context.Context, in *api.Object, op operation) (*ap
 // the object (or a guard) changed since cur was read.
 func (r *Registry) writeOnce(ctx context.Context, k *Kind, next *api.Object, cur *stored, op operation) (*api.Object, error) {
 	old := cur.obj
+	if err := checkType(k, next); err != nil {
+		return nil, err
+	}
 	if next.Name != old.Name || (k.Namespaced && next.Namespace != old.Namespace) {
 		return nil, api.NewBadRequest("metadata.name and metadata.namespace cannot change")
 	}
@@ -192,6 +203,11 @@ func (r *Registry) writeOnce(ctx context.Context, k *Kind, next *api.Object, cur
 		return out, nil
 	}
 	if sameStored(out, old) {
+		// Nothing to write, but cur may come from a stale read: confirm
+		// that it is still the stored version before answering with it.
+		if _, err := r.store.Txn(ctx, conds); err != nil {
+			return nil, storeErr(err)
+		}
 		return old, nil
 	}
 	raw, err := r.encode(k, out)

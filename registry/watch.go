@@ -84,7 +84,7 @@ func (r *Registry) checkRevision(ctx context.Context, k *Kind, ns string, rv int
 	case errors.Is(err, store.ErrCompacted):
 		return api.NewGone("resourceVersion %d is too old (compacted): list again and watch from the list's resourceVersion", rv)
 	case errors.Is(err, store.ErrFutureRevision):
-		return api.NewStatus(api.ReasonTimeout, "resourceVersion %d is newer than the store", rv)
+		return api.NewBadRequest("resourceVersion %d is newer than the store: use a resourceVersion returned by the server", rv)
 	}
 	return api.NewInternal(err)
 }

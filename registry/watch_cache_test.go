@@ -306,8 +306,8 @@ func TestWatchCache_CompactedVersionIsGoneInsideAndOutsideTheWindow(t *testing.T
 			t.Errorf("%s: watch from compacted version %s: %v, want Gone", tc.name, tc.rv, err)
 		}
 	}
-	if _, err := r.Watch(ctx, "Secret", "default", api.ListOptions{ResourceVersion: strconv.FormatInt(rev+1000, 10)}); api.ReasonOf(err) != api.ReasonTimeout {
-		t.Errorf("watch from a future version: %v, want Timeout", err)
+	if _, err := r.Watch(ctx, "Secret", "default", api.ListOptions{ResourceVersion: strconv.FormatInt(rev+1000, 10)}); api.ReasonOf(err) != api.ReasonBadRequest {
+		t.Errorf("watch from a future version: %v, want BadRequest", err)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	st := api.AsStatus(err)
 	if st.Code >= 500 && r.Context().Err() == nil {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "code", st.Code, "err", err)
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "code", st.Code, "err", api.LogValue(err))
 	}
 	switch st.Code {
 	case http.StatusUnauthorized:

@@ -291,7 +291,7 @@ func (s *Server) serveStream(w *statusWriter, r *http.Request, res registry.Acti
 	err := res.Stream(e.ctx, w, w.Flush)
 	finishStream(e)
 	if err != nil && e.ctx.Err() == nil && api.AsStatus(err).Code >= 500 {
-		s.log.Error("stream failed", "path", r.URL.Path, "err", err)
+		s.log.Error("stream failed", "path", r.URL.Path, "err", api.LogValue(err))
 	}
 }
 

@@ -139,7 +139,7 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 	if err := wt.Err(); err != nil {
 		st := api.AsStatus(err)
 		if st.Code >= 500 {
-			s.log.Error("watch failed", "path", r.URL.Path, "err", err)
+			s.log.Error("watch failed", "path", r.URL.Path, "err", api.LogValue(err))
 		}
 		_ = writeEvent(w, api.Error, st)
 	}
