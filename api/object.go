@@ -136,16 +136,31 @@ func checkFieldNames(top map[string]json.RawMessage) error {
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		l := strings.ToLower(k)
 		if prev, dup := folded[l]; dup {
-			return fmt.Errorf("fields %q and %q differ only in case: field names are case-sensitive", prev, k)
+			return fmt.Errorf("fields %s and %s differ only in case: field names are case-sensitive", fieldName(prev), fieldName(k))
 		}
 		folded[l] = k
 	}
 	for _, r := range reservedFields {
 		if k, ok := folded[strings.ToLower(r)]; ok && k != r {
-			return fmt.Errorf("unknown field %q: did you mean %q? (field names are case-sensitive)", k, r)
+			return fmt.Errorf("unknown field %s: did you mean %s? (field names are case-sensitive)", fieldName(k), r)
 		}
 	}
 	return nil
+}
+
+// fieldName shows a field name from a request in an error message: as it
+// is when it is a plain identifier, else quoted and truncated.
+func fieldName(k string) string {
+	plain := k != "" && len(k) <= 64 && strings.IndexFunc(k, func(r rune) bool {
+		return !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0
+	if plain {
+		return k
+	}
+	if len(k) > 64 {
+		k = k[:64] + "..."
+	}
+	return fmt.Sprintf("%q", k)
 }
 
 // DeepCopy returns an independent copy.

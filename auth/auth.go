@@ -29,7 +29,7 @@ import (
 const TokenPrefix = "/cairn/auth/tokens/"
 
 // AdminUser is the identity of the admin token written by EnsureAdminToken.
-var AdminUser = identity.User{Name: "admin", Admin: true}
+func AdminUser() identity.User { return identity.User{Name: "admin", Admin: true} }
 
 // DefaultCacheTTL bounds how long a positive authentication is reused
 // without reading etcd, and therefore how long a token revoked by another
@@ -183,7 +183,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (identit
 
 // EnsureAdminToken makes sure an admin token exists in the file at path and
 // is registered. If the file exists its token is (re-)registered as
-// AdminUser; otherwise a new token is generated, registered, and written
+// AdminUser(); otherwise a new token is generated, registered, and written
 // atomically to path with mode 0600 (its directory is created with mode
 // 0700). It returns the token. It fails on an empty or unreadable token
 // file, a store failure, or a failure to write the file; a token is never
@@ -196,7 +196,7 @@ func (a *Authenticator) EnsureAdminToken(ctx context.Context, path string) (stri
 		if token == "" {
 			return "", fmt.Errorf("auth: admin token file %s is empty", path)
 		}
-		if err := a.ensureRegistered(ctx, token, AdminUser); err != nil {
+		if err := a.ensureRegistered(ctx, token, AdminUser()); err != nil {
 			return "", err
 		}
 		return token, nil
@@ -207,7 +207,7 @@ func (a *Authenticator) EnsureAdminToken(ctx context.Context, path string) (stri
 	if err != nil {
 		return "", err
 	}
-	if err := a.Register(ctx, token, AdminUser); err != nil {
+	if err := a.Register(ctx, token, AdminUser()); err != nil {
 		return "", err
 	}
 	if err := writeFileAtomic(path, []byte(token+"\n")); err != nil {

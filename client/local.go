@@ -21,10 +21,10 @@ type localClient struct {
 }
 
 // NewLocal returns a client that calls r directly. Every call runs as
-// identity.System, whatever identity ctx carries.
+// identity.System(), whatever identity ctx carries.
 func NewLocal(r *registry.Registry) Interface { return &localClient{r: r} }
 
-func sys(ctx context.Context) context.Context { return identity.With(ctx, identity.System) }
+func sys(ctx context.Context) context.Context { return identity.With(ctx, identity.System()) }
 
 func (c *localClient) Create(ctx context.Context, obj *api.Object) (*api.Object, error) {
 	return c.r.Create(sys(ctx), obj)

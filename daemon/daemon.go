@@ -90,14 +90,20 @@ type Daemon struct {
 // ends it.
 func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	d, err := start(ctx, opts)
-	if err != nil && d != nil {
-		d.closeStore()
+	if err != nil {
+		if d != nil {
+			d.closeStore()
+		}
+		return nil, err
 	}
-	return d, err
+	return d, nil
 }
 
 func start(ctx context.Context, opts Options) (*Daemon, error) {
 	opts = withDefaults(opts)
+	if err := validate(opts); err != nil {
+		return nil, err
+	}
 	d := &Daemon{opts: opts, log: opts.Logger, done: make(chan struct{})}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("daemon: data dir: %w", err)
@@ -154,6 +160,14 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	rctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	d.spawn(func() error { return d.http.Serve(rctx, d.listener) })
+	// Compaction runs in one server at a time, whether or not it runs the
+	// controllers: pure API servers must not let history grow forever.
+	d.spawn(func() error {
+		return leader.Run(rctx, d.etcd, leader.Options{Name: "compactor", Identity: d.URL(),
+			TTL: opts.LeaderTTL, Logger: d.log}, func(ctx context.Context) {
+			d.store.RunCompactor(ctx, opts.CompactionInterval, d.log)
+		})
+	})
 	if opts.Controllers {
 		d.spawn(func() error {
 			return leader.Run(rctx, d.etcd, leader.Options{Name: "controllers", Identity: d.URL(),
@@ -201,6 +215,26 @@ func withDefaults(o Options) Options {
 	return o
 }
 
+// validate rejects settings that cannot work, naming the option.
+func validate(o Options) error {
+	for name, d := range map[string]time.Duration{"compaction interval": o.CompactionInterval,
+		"bookmark interval": o.BookmarkInterval, "leader TTL": o.LeaderTTL} {
+		if d <= 0 {
+			return fmt.Errorf("daemon: the %s must be positive, got %s", name, d)
+		}
+	}
+	if o.LeaderTTL < time.Second {
+		return fmt.Errorf("daemon: the leader TTL must be at least 1s (etcd leases count whole seconds), got %s", o.LeaderTTL)
+	}
+	if o.GCWorkers < 0 {
+		return fmt.Errorf("daemon: the number of gc workers must not be negative, got %d", o.GCWorkers)
+	}
+	if o.DataDir == "" {
+		return fmt.Errorf("daemon: a data dir is required")
+	}
+	return nil
+}
+
 // spawn runs f until the daemon stops; the first error ends the daemon.
 func (d *Daemon) spawn(f func() error) {
 	d.wg.Add(1)
@@ -217,8 +251,8 @@ func (d *Daemon) spawn(f func() error) {
 	}()
 }
 
-// lead runs while this process is the elected leader: the controllers and
-// the compactor, until leadership ends.
+// lead runs the controllers while this process is the elected leader,
+// until leadership ends.
 func (d *Daemon) lead(ctx context.Context) {
 	d.leading.Set(1)
 	defer d.leading.Set(0)
@@ -232,10 +266,6 @@ func (d *Daemon) lead(ctx context.Context) {
 			}
 		}()
 	}
-	run("compactor", func(ctx context.Context) error {
-		d.store.RunCompactor(ctx, d.opts.CompactionInterval, d.log)
-		return nil
-	})
 	for name, c := range d.controllers(client.NewLocal(d.registry)) {
 		run(name, c)
 	}

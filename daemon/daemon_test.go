@@ -210,6 +210,13 @@ func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *
 	if err := lead.Stop(); err != nil {
 		t.Fatalf("stop leader: %v", err)
 	}
+	left, err := survivor.List(ctx, "Secret", "default", api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left.Items) == 0 {
+		t.Fatal("the cascade finished before the leader stopped: the test exercises no failover")
+	}
 	eventually(t, 15*time.Second, "failover to the other server", func() bool {
 		id, _ := leader.Current(ctx, s.Client(), "controllers")
 		return id == follow.URL()
@@ -221,10 +228,15 @@ func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *
 	if _, err := survivor.Get(ctx, "Secret", "default", "big"); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("owner still present: %v", err)
 	}
+	if got := gcActions(t, follow.Metrics()); got <= 0 {
+		t.Fatalf("the new leader's collector did not act (actions %v) although %d objects were left", got, len(left.Items))
+	}
 }
 
-func TestDaemon_PureAPIServerRunsNoControllers(t *testing.T) {
-	d := start(t, daemon.Options{DataDir: t.TempDir(), Controllers: false})
+func TestDaemon_PureAPIServerRunsNoControllersButStillCompacts(t *testing.T) {
+	s, endpoint := storetest.Start(t)
+	d := start(t, daemon.Options{DataDir: t.TempDir(), EtcdEndpoints: []string{endpoint}, Controllers: false,
+		CompactionInterval: 200 * time.Millisecond})
 	c := httpClient(t, d)
 	ctx := context.Background()
 	if _, err := c.Create(ctx, secret("x")); err != nil {
@@ -234,9 +246,49 @@ func TestDaemon_PureAPIServerRunsNoControllers(t *testing.T) {
 	if err != nil || gone || !obj.Deleting() {
 		t.Fatalf("delete: gone=%v err=%v", gone, err)
 	}
-	time.Sleep(500 * time.Millisecond) // give a (wrongly) running collector time to act
+	// The compactor is elected and compacts: a watch from the first
+	// revision becomes Gone.
+	eventually(t, 15*time.Second, "compaction without controllers", func() bool {
+		w, err := c.Watch(ctx, "Secret", "default", api.ListOptions{ResourceVersion: "1"})
+		if err == nil {
+			w.Stop()
+		}
+		return errors.Is(err, api.ErrGone)
+	})
+	// No server ever campaigned for the controllers, so nothing collects.
+	if id, err := leader.Current(ctx, s.Client(), "controllers"); err != nil || id != "" {
+		t.Fatalf("controllers leader %q (err %v), want none", id, err)
+	}
+	if got := gcActions(t, d.Metrics()); got != -1 {
+		t.Fatalf("a collector ran (actions %v)", got)
+	}
 	got, err := c.Get(ctx, "Secret", "default", "x")
-	if err != nil || !strings.Contains(strings.Join(got.Finalizers, ","), api.FinalizerCascadeDeletion) {
+	if err != nil || !got.HasFinalizer(api.FinalizerCascadeDeletion) {
 		t.Fatalf("without controllers the object must stay marked: %v %v", got, err)
+	}
+}
+
+func TestDaemon_RejectsSettingsThatCannotWork(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    daemon.Options
+		mention string
+	}{
+		{"negative compaction interval", daemon.Options{CompactionInterval: -time.Second}, "compaction interval"},
+		{"negative bookmark interval", daemon.Options{BookmarkInterval: -time.Second}, "bookmark interval"},
+		{"sub-second leader TTL", daemon.Options{LeaderTTL: 100 * time.Millisecond}, "leader TTL"},
+		{"negative gc workers", daemon.Options{GCWorkers: -1}, "gc workers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.DataDir, tc.opts.Listen, tc.opts.Logger = t.TempDir(), "127.0.0.1:0", quiet
+			d, err := daemon.Start(context.Background(), tc.opts)
+			if err == nil {
+				_ = d.Stop()
+				t.Fatal("started")
+			}
+			if !strings.Contains(err.Error(), tc.mention) {
+				t.Fatalf("error %q does not name %q", err, tc.mention)
+			}
+		})
 	}
 }

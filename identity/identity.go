@@ -27,8 +27,8 @@ func From(ctx context.Context) User {
 	if u, ok := ctx.Value(ctxKey{}).(User); ok {
 		return u
 	}
-	return System
+	return System()
 }
 
 // System is the identity of in-process controllers.
-var System = User{Name: "system", Admin: true}
+func System() User { return User{Name: "system", Admin: true} }

@@ -29,7 +29,7 @@ func (r *Registry) encode(k *Kind, obj *api.Object) ([]byte, error) {
 		return nil, fmt.Errorf("registry: encode %s: %w", k.Kind, err)
 	}
 	if k.Encrypted {
-		return r.enc.encrypt(raw)
+		return r.enc.encrypt(raw, r.key(k, obj.Namespace, obj.Name))
 	}
 	return raw, nil
 }
@@ -39,7 +39,7 @@ func (r *Registry) decode(k *Kind, kv *store.KV) (*api.Object, error) {
 	raw := kv.Value
 	if k.Encrypted {
 		var err error
-		if raw, err = r.enc.decrypt(raw); err != nil {
+		if raw, err = r.enc.decrypt(raw, kv.Key); err != nil {
 			return nil, fmt.Errorf("%w (key %s)", err, kv.Key)
 		}
 	}

@@ -80,16 +80,19 @@ func LoadOrCreateKey(path string) (*Encryption, error) {
 // ID is a short fingerprint of the key (never the key itself).
 func (e *Encryption) ID() string { return e.id }
 
-func (e *Encryption) encrypt(plain []byte) ([]byte, error) {
+// encrypt seals plain for the etcd key it is stored under: the key is the
+// additional authenticated data, so a value copied to another key does not
+// decrypt.
+func (e *Encryption) encrypt(plain []byte, key string) ([]byte, error) {
 	nonce := make([]byte, e.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, fmt.Errorf("registry: nonce: %w", err)
 	}
 	out := append(bytes.Clone(encPrefix), nonce...)
-	return e.aead.Seal(out, nonce, plain, encPrefix), nil
+	return e.aead.Seal(out, nonce, plain, aad(key)), nil
 }
 
-func (e *Encryption) decrypt(data []byte) ([]byte, error) {
+func (e *Encryption) decrypt(data []byte, key string) ([]byte, error) {
 	if !bytes.HasPrefix(data, encPrefix) {
 		return nil, errors.New("registry: stored value is not encrypted")
 	}
@@ -98,12 +101,14 @@ func (e *Encryption) decrypt(data []byte) ([]byte, error) {
 	if len(data) < ns {
 		return nil, errors.New("registry: encrypted value is truncated")
 	}
-	plain, err := e.aead.Open(nil, data[:ns], data[ns:], encPrefix)
+	plain, err := e.aead.Open(nil, data[:ns], data[ns:], aad(key))
 	if err != nil {
-		return nil, errors.New("registry: cannot decrypt stored value: wrong encryption key?")
+		return nil, errors.New("registry: cannot decrypt stored value: wrong encryption key, or a value moved from another key")
 	}
 	return plain, nil
 }
+
+func aad(key string) []byte { return append(bytes.Clone(encPrefix), key...) }
 
 // verify records the key fingerprint on first use and fails when the store
 // was written with a different key.

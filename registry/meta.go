@@ -115,9 +115,10 @@ func (r *Registry) checkNamespace(ctx context.Context, k *Kind, ns string) ([]gu
 	return []guard{store.Unchanged(r.key(nsKind, "", ns), cur.rev)}, nil
 }
 
-// checkOwners requires every owner reference in refs (but those in keep,
+// checkOwners requires every owner reference of obj (but those in keep,
 // already validated) to name a live object of a known kind in the same
-// namespace with the same uid. It returns guards that keep it so.
+// namespace with the same uid, and rewrites each kind to its registered
+// name. It returns guards that keep it so.
 func (r *Registry) checkOwners(ctx context.Context, k *Kind, obj *api.Object, keep []api.OwnerReference) ([]guard, error) {
 	var guards []guard
 	var errs field.ErrorList
@@ -131,6 +132,9 @@ func (r *Registry) checkOwners(ctx context.Context, k *Kind, obj *api.Object, ke
 			errs = append(errs, field.NotSupported(p.Child("kind"), o.Kind, kindNames(r)))
 			continue
 		}
+		// Store the kind as registered ("secrets" → "Secret"), so that
+		// readers can compare kinds exactly.
+		obj.OwnerReferences[i].Kind = ok.Kind
 		if ok.Namespaced != k.Namespaced {
 			errs = append(errs, field.Invalid(p.Child("kind"), o.Kind,
 				"owners must be in the same namespace as their dependents (a namespaced object is owned by its Namespace implicitly)"))

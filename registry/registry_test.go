@@ -256,6 +256,17 @@ func TestSecret_EncryptedAtRest(t *testing.T) {
 	if err := got.Into(&sec); err != nil || string(sec.Data["password"]) != "hunter2-plain" {
 		t.Fatalf("round trip: %v %v", sec.Data, err)
 	}
+	// A ciphertext moved to another Secret's key does not decrypt there.
+	if _, err := r.Create(ctx, secret("other", map[string]string{"x": "y"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Txn(ctx, nil, store.Put(registry.KeyPrefix+"secrets/default/other", kv.Value)); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := r.Get(ctx, "Secret", "default", "other")
+	if !errors.Is(err, api.ErrInternal) || moved != nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("moved ciphertext: got %v, %v; want an internal error without the value", moved, err)
+	}
 }
 
 func TestList_LimitContinueAndSelector(t *testing.T) {

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"strings"
@@ -109,7 +110,16 @@ func TestBadInput_ClearFourXXNamingTheFieldAndNoWrite(t *testing.T) {
 		{"owner of an unknown kind", "POST", secrets, sec(`"name":"new"`+ownerRef("Gadget", "owner", owner.UID), ""), "", nil, 422, api.ReasonInvalid, "metadata.ownerReferences[0].kind"},
 		{"owner reference without uid", "POST", secrets, sec(`"name":"new"`+ownerRef("Widget", "owner", ""), ""), "", nil, 422, api.ReasonInvalid, "metadata.ownerReferences[0].uid"},
 		{"cluster-scoped owner of a namespaced object", "POST", secrets, sec(`"name":"new"`+ownerRef("Namespace", "default", "x"), ""), "", nil, 422, api.ReasonInvalid, "metadata.ownerReferences[0].kind"},
+		// Names differing only in case must not override what was checked.
+		{"metadata spelled with a capital", "POST", secrets, sec("", `"Metadata":{"name":"zz","namespace":"other","uid":"mine"}`), "", nil, 400, api.ReasonBadRequest, "Metadata"},
+		{"kind spelled with a capital", "POST", secrets, sec("", `"Kind":"Namespace"`), "", nil, 400, api.ReasonBadRequest, "Kind"},
+		{"status spelled with a capital", "POST", widgets, `{"apiVersion":"cairn.dev/v1alpha1","kind":"Widget","metadata":{"name":"new"},"spec":{"size":1},"Status":{"phase":"Done"}}`, "", nil, 400, api.ReasonBadRequest, "Status"},
+		{"fields differing only in case", "POST", widgets, `{"apiVersion":"cairn.dev/v1alpha1","kind":"Widget","metadata":{"name":"new"},"spec":{"size":1},"SPEC":{}}`, "", nil, 400, api.ReasonBadRequest, "SPEC"},
+		{"patch changing the kind", "PATCH", secrets + "/existing", `{"kind":"Namespace"}`, merge, nil, 400, api.ReasonBadRequest, "kind"},
+		{"patch changing the apiVersion", "PATCH", secrets + "/existing", `{"apiVersion":"evil/v9"}`, merge, nil, 400, api.ReasonBadRequest, "apiVersion"},
 		// Query parameters.
+		{"continue token from the future", "GET", secrets + "?limit=1&continue=" + futureContinue(), "", "", nil, 400, api.ReasonBadRequest, "continue"},
+		{"watch from a future resourceVersion", "GET", secrets + "?watch=true&resourceVersion=99999999", "", "", nil, 400, api.ReasonBadRequest, "resourceVersion"},
 		{"negative limit", "GET", secrets + "?limit=-1", "", "", nil, 400, api.ReasonBadRequest, "limit"},
 		{"non-numeric limit", "GET", secrets + "?limit=ten", "", "", nil, 400, api.ReasonBadRequest, "limit"},
 		{"bad label selector", "GET", secrets + "?labelSelector=a%20in%20(b", "", "", nil, 400, api.ReasonBadRequest, "labelSelector"},
@@ -178,4 +188,11 @@ func names(st *api.Status, s string) bool {
 		}
 	}
 	return false
+}
+
+// futureContinue forges a continue token for a revision the store has not
+// reached: a client error, never a 500.
+func futureContinue() string {
+	raw := `{"rev":999999999,"from":"/cairn/objects/secrets/default/"}`
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
 }

@@ -149,6 +149,13 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Req
 		s.writeError(w, r, err)
 		return r, false
 	}
+	if !u.Admin && u.Scope != "" {
+		// A scoped token (an Event's worker token) may reach only what its
+		// scope grants; until a kind grants something, it reaches nothing.
+		s.writeError(w, r, api.NewStatus(api.ReasonForbidden,
+			"the token of %s is limited to its scope %q, which grants no access to %s %s", u.Name, u.Scope, r.Method, r.URL.Path))
+		return r, false
+	}
 	return r.WithContext(identity.With(r.Context(), u)), true
 }
 
