@@ -27,6 +27,7 @@ import (
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/server"
 	"cairn.dev/cairn/store"
+	"cairn.dev/cairn/store/embedded"
 )
 
 // Options configures a server process. The zero value of every field but
@@ -66,7 +67,7 @@ type Options struct {
 type Daemon struct {
 	opts     Options
 	log      *slog.Logger
-	embedded *store.Embedded
+	embedded *embedded.Etcd
 	etcd     *clientv3.Client
 	store    *store.Store
 	registry *registry.Registry
@@ -110,7 +111,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	endpoints := opts.EtcdEndpoints
 	if len(endpoints) == 0 {
-		e, err := store.StartEmbedded(opts.DataDir, store.EmbeddedOptions{})
+		e, err := embedded.Start(opts.DataDir, embedded.Options{})
 		if err != nil {
 			return nil, err
 		}

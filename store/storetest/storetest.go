@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"cairn.dev/cairn/store"
+	"cairn.dev/cairn/store/embedded"
 )
 
 // Start runs an embedded etcd under t.TempDir() on a free loopback port and
 // returns a store on it and its client endpoint. Both stop at test cleanup.
 func Start(t testing.TB) (*store.Store, string) {
 	t.Helper()
-	e, err := store.StartEmbedded(t.TempDir(), store.EmbeddedOptions{})
+	e, err := embedded.Start(t.TempDir(), embedded.Options{})
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)
 	}
