@@ -228,7 +228,8 @@ func (e *explained) Unwrap() error { return e.err }
 // Resumable reports whether a watch that failed to start or ended with
 // err (from Watcher.Err) should be started again from the last version
 // seen: it ended cleanly, the server closed it, the connection broke, or
-// the server had a transient failure (a 5xx Status). Client errors (Gone,
+// the server had a transient failure (a 5xx Status) or ended a watcher
+// that fell behind (TooManyRequests). Client errors (Gone,
 // Unauthorized, BadRequest, ...), an unreachable server and context errors
 // are not resumable.
 func Resumable(err error) bool {
@@ -241,7 +242,13 @@ func Resumable(err error) bool {
 	}
 	var st *api.Status
 	if errors.As(err, &st) {
-		return st.Code >= 500 || (st.Code == 0 && st.Reason.Code() >= 500)
+		// A watcher that fell behind is ended with TooManyRequests and
+		// should resume from its last version; server faults may pass.
+		code := st.Code
+		if code == 0 {
+			code = st.Reason.Code()
+		}
+		return code >= 500 || st.Reason == api.ReasonTooManyRequests
 	}
 	return true
 }
