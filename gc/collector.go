@@ -2,7 +2,6 @@ package gc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -30,7 +29,9 @@ type Options struct {
 	Metrics prometheus.Registerer
 	// ConfirmRetry is how long an object waits before it is handled again
 	// when the graph believed an owner gone that the API still has (the
-	// graph lags behind); default 1s.
+	// graph lags behind); default 1s. It is also the first delay before a
+	// deletion the API refused (Forbidden) is tried again; the delay
+	// doubles with each refusal of the same object, up to 5 minutes.
 	ConfirmRetry time.Duration
 }
 
@@ -46,6 +47,12 @@ const parallelDeletes = 16
 // precondition) for dependents and orphans, Update (with the
 // resourceVersion compare-and-swap, re-read and retried on Conflict) to
 // drop an owner reference, remove cascade-deletion or report a cycle.
+//
+// A write that fails in a way a retry can fix (a Conflict on an object
+// that is still there, a transport error) fails the reconcile, which the
+// controller retries with backoff; a deletion the API refuses (Forbidden)
+// is logged once and retried with a growing delay. Nothing is dropped
+// silently but a victim that is gone or was replaced.
 type Collector struct {
 	c    client.Interface
 	opts Options
@@ -58,6 +65,9 @@ type Collector struct {
 	// deleting state the graph has not seen yet, so that an owner handled
 	// again meanwhile does not delete them twice.
 	requested map[string]struct{}
+	// refused counts, by uid, the deletions the API refused (Forbidden),
+	// until the object is deleted or leaves the graph; see refuse.
+	refused map[string]int
 	// informers by kind name, for cached reads.
 	informers map[string]*informer.Informer
 	// namespaced lists the namespaced kinds, set by Run before any reconcile.
@@ -82,7 +92,7 @@ func New(c client.Interface, opts Options) *Collector {
 	log := opts.Logger.With("controller", "gc")
 	return &Collector{
 		c: c, opts: opts, log: log, m: newMetrics(opts.Metrics, log),
-		graph: NewGraph(), requested: map[string]struct{}{},
+		graph: NewGraph(), requested: map[string]struct{}{}, refused: map[string]int{},
 		informers: map[string]*informer.Informer{},
 	}
 }
@@ -218,6 +228,7 @@ func (c *Collector) forget(obj *api.Object) {
 	keys = append(keys, c.graph.Dependents(n.UID)...)
 	c.graph.Remove(n.UID)
 	delete(c.requested, n.UID)
+	delete(c.refused, n.UID)
 	nodes := c.graph.Len()
 	c.mu.Unlock()
 	c.m.setNodes(nodes)
@@ -328,20 +339,22 @@ func (c *Collector) reconcile(ctx context.Context, uid string) (controller.Resul
 		}
 		if present {
 			res.RequeueAfter = c.opts.ConfirmRetry
-		} else if err := c.delete(ctx, w.self, w.leaf, "orphan"); err != nil {
-			return res, err
+		} else {
+			after, err := c.delete(ctx, w.self, w.leaf, "orphan")
+			if err != nil {
+				return res, err
+			}
+			res.RequeueAfter = after
 		}
 	}
 	if w.d.Cascade == nil {
 		return res, nil
 	}
-	retry, err := c.deleteAll(ctx, w.victims)
+	after, err := c.deleteAll(ctx, w.victims)
 	if err != nil {
 		return res, err
 	}
-	if retry {
-		res.RequeueAfter = c.opts.ConfirmRetry
-	}
+	res.RequeueAfter = sooner(res.RequeueAfter, after)
 	for _, d := range w.detach {
 		if err := c.detach(ctx, d, w.self.UID); err != nil {
 			return res, err
@@ -364,216 +377,4 @@ func (c *Collector) reconcile(ctx context.Context, uid string) (controller.Resul
 		}
 	}
 	return res, nil
-}
-
-// namespaceEmpty asks the API whether anything is left in namespace ns: one
-// list of at most one item per namespaced kind. It runs once per namespace
-// deletion, when the graph says the namespace is empty, because the graph
-// may lag behind on some kind's watch.
-func (c *Collector) namespaceEmpty(ctx context.Context, ns string) (bool, error) {
-	for _, k := range c.namespaced {
-		l, err := c.c.List(ctx, k, ns, api.ListOptions{Limit: 1})
-		if err != nil {
-			return false, fmt.Errorf("gc: check namespace %s is empty: list %s: %w", ns, k, err)
-		}
-		if len(l.Items) > 0 {
-			c.log.Debug("namespace not empty yet", "namespace", ns, "kind", k, "name", l.Items[0].Name)
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-// deleteAll deletes the victims, a bounded number at a time. It reports
-// whether some were held back because an owner the graph thought gone is
-// still there.
-func (c *Collector) deleteAll(ctx context.Context, victims []target) (retry bool, err error) {
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, parallelDeletes)
-	)
-	for _, v := range victims {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			present, err := c.anyPresent(ctx, v.Namespace, v.confirm)
-			if err == nil && !present {
-				err = c.delete(ctx, v.Node, v.leaf, "cascade")
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			retry = retry || present
-			if err != nil {
-				errs = append(errs, err)
-			}
-		})
-	}
-	wg.Wait()
-	return retry, errors.Join(errs...)
-}
-
-// anyPresent reads the owners the graph believes gone and reports whether
-// one of them exists with the referenced uid (any uid for a reference
-// without one).
-func (c *Collector) anyPresent(ctx context.Context, ns string, refs []api.OwnerReference) (bool, error) {
-	for _, r := range refs {
-		rns := ns
-		if r.Kind == NamespaceKind {
-			rns = ""
-		}
-		o, err := c.c.Get(ctx, r.Kind, rns, r.Name)
-		switch {
-		case errors.Is(err, api.ErrNotFound):
-			continue
-		case err != nil:
-			return false, fmt.Errorf("gc: read owner %s %s: %w", r.Kind, api.Key(rns, r.Name), err)
-		case r.UID == "" || o.UID == r.UID:
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// delete marks n for deletion, guarded by its uid. An object already gone
-// or replaced by another of the same name is not an error.
-//
-// A leaf (no finalizer, no dependents) is removed in one step instead: a
-// forced delete guarded by its uid and the resourceVersion the graph saw.
-// Marking it would only add cascade-deletion for the collector to remove
-// again at once, with nothing in between to wait for; this halves the
-// writes of a wide cascade. If the object changed since (a finalizer was
-// added, say), or the client may not force, the guard fails and the
-// ordinary delete follows. A dependent created for it meanwhile is an
-// orphan and is collected as such.
-func (c *Collector) delete(ctx context.Context, n Node, leaf bool, why string) error {
-	if leaf && n.ResourceVersion != "" {
-		_, _, err := c.c.Delete(ctx, n.Kind, n.Namespace, n.Name, api.DeleteOptions{Force: true,
-			Preconditions: api.Preconditions{UID: n.UID, ResourceVersion: n.ResourceVersion}})
-		switch {
-		case err == nil:
-			c.deleted(n, why)
-			return nil
-		case errors.Is(err, api.ErrNotFound):
-			return nil
-		case !errors.Is(err, api.ErrConflict) && !errors.Is(err, api.ErrForbidden):
-			return fmt.Errorf("gc: delete %s: %w", n, err)
-		}
-	}
-	_, _, err := c.c.Delete(ctx, n.Kind, n.Namespace, n.Name,
-		api.DeleteOptions{Preconditions: api.Preconditions{UID: n.UID}})
-	switch {
-	case errors.Is(err, api.ErrNotFound), errors.Is(err, api.ErrConflict):
-		return nil
-	case err != nil:
-		return fmt.Errorf("gc: delete %s: %w", n, err)
-	}
-	c.deleted(n, why)
-	return nil
-}
-
-// deleted records a successful delete of n: until the graph sees n
-// deleting or gone, cascades do not ask for it again.
-func (c *Collector) deleted(n Node, why string) {
-	c.mu.Lock()
-	if cur, ok := c.graph.nodes[n.UID]; ok && !cur.Deleting {
-		c.requested[n.UID] = struct{}{}
-	}
-	c.mu.Unlock()
-	c.m.action(why)
-	c.log.Debug("deleted", "object", n.String(), "reason", why)
-}
-
-// detach removes d's references to owner uid.
-func (c *Collector) detach(ctx context.Context, d Node, owner string) error {
-	return c.modify(ctx, d, "detach", func(o *api.Object) bool {
-		kept := o.OwnerReferences[:0:0]
-		for _, r := range o.OwnerReferences {
-			if r.UID != owner {
-				kept = append(kept, r)
-			}
-		}
-		if len(kept) == len(o.OwnerReferences) {
-			return false
-		}
-		o.OwnerReferences = kept
-		return true
-	})
-}
-
-// removeFinalizer removes cascade-deletion from n; the API then removes n
-// if no other finalizer remains.
-func (c *Collector) removeFinalizer(ctx context.Context, n Node) error {
-	return c.modify(ctx, n, "finalize", func(o *api.Object) bool {
-		return o.RemoveFinalizer(api.FinalizerCascadeDeletion)
-	})
-}
-
-// reportCycle writes the cycle annotation on n, once.
-func (c *Collector) reportCycle(ctx context.Context, n Node, report string) error {
-	c.log.Warn("ownership cycle detected; its deletion will still complete",
-		"object", n.String(), "cycle", report)
-	return c.modify(ctx, n, "report-cycle", func(o *api.Object) bool {
-		if o.Annotations[AnnotationCycle] != "" {
-			return false
-		}
-		if o.Annotations == nil {
-			o.Annotations = map[string]string{}
-		}
-		o.Annotations[AnnotationCycle] = report
-		return true
-	})
-}
-
-// modify applies change to a copy of n's current version and writes it
-// with the resourceVersion compare-and-swap. It starts from the informer's
-// cached copy and re-reads from the API after a Conflict. change returns
-// false when there is nothing to write. An object gone, or replaced by one
-// with another uid, is left alone.
-func (c *Collector) modify(ctx context.Context, n Node, action string, change func(*api.Object) bool) error {
-	obj := c.cached(n)
-	for attempt := 0; ; attempt++ {
-		if obj == nil {
-			var err error
-			obj, err = c.c.Get(ctx, n.Kind, n.Namespace, n.Name)
-			if errors.Is(err, api.ErrNotFound) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("gc: %s %s: read: %w", action, n, err)
-			}
-		}
-		if obj.UID != n.UID || !change(obj) {
-			return nil
-		}
-		_, err := c.c.Update(ctx, obj)
-		switch {
-		case err == nil:
-			c.m.action(action)
-			c.log.Debug(action, "object", n.String())
-			return nil
-		case errors.Is(err, api.ErrNotFound):
-			return nil
-		case errors.Is(err, api.ErrConflict) && attempt < maxWriteAttempts:
-			obj = nil
-		default:
-			return fmt.Errorf("gc: %s %s: %w", action, n, err)
-		}
-	}
-}
-
-// cached returns a private copy of n from its kind's informer, or nil.
-func (c *Collector) cached(n Node) *api.Object {
-	c.mu.Lock()
-	inf := c.informers[n.Kind]
-	c.mu.Unlock()
-	if inf == nil {
-		return nil
-	}
-	o, ok := inf.Get(n.Namespace, n.Name)
-	if !ok || o.UID != n.UID {
-		return nil
-	}
-	return o.DeepCopy()
 }

@@ -31,10 +31,11 @@ type env struct {
 	c  client.Interface
 }
 
-// newEnv starts a server, the namespace ns and, unless noGC, a collector.
-func newEnv(t testing.TB, http bool) *env {
+// newEnv starts a server (built with opts) and the namespace ns; the
+// client is in-process, or over HTTP when http is true.
+func newEnv(t testing.TB, http bool, opts ...servertest.Option) *env {
 	t.Helper()
-	ts := servertest.Start(t)
+	ts := servertest.Start(t, opts...)
 	var c client.Interface = client.NewLocal(ts.Registry)
 	if http {
 		hc, err := client.NewHTTP(client.Config{Server: ts.URL, Token: ts.Token})
@@ -59,9 +60,17 @@ func (e *env) startGC() (stop func()) {
 // startGCWith is startGC exporting metrics to reg (when not nil).
 func (e *env) startGCWith(reg prometheus.Registerer) (stop func()) {
 	e.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	col := gc.New(e.c, gc.Options{Workers: 16, Metrics: reg,
+	return e.startCollector(e.c, gc.Options{Workers: 16, Metrics: reg,
 		Logger: testLogger(), ConfirmRetry: 50 * time.Millisecond})
+}
+
+// startCollector runs a collector acting through c, built with opts, until
+// the returned stop is called (or the test ends); stop waits for Run to
+// return.
+func (e *env) startCollector(c client.Interface, opts gc.Options) (stop func()) {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	col := gc.New(c, opts)
 	done := make(chan error, 1)
 	go func() { done <- col.Run(ctx) }()
 	var stopped bool
