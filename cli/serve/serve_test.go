@@ -33,8 +33,9 @@ func buildCairn(t *testing.T) string {
 var readyLine = regexp.MustCompile(`cairn server ready"? url=(http://\S+)`)
 
 // startServer runs `cairn server` as a real process with HOME at home and
-// returns it with its URL, read from its log.
-func startServer(t *testing.T, bin, home, dataDir string) (*exec.Cmd, string, *strings.Builder) {
+// returns it with its URL, read from its log (the rest of the log is
+// discarded).
+func startServer(t *testing.T, bin, home, dataDir string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
 	cmd.Env = append(os.Environ(), "HOME="+home)
@@ -46,12 +47,10 @@ func startServer(t *testing.T, bin, home, dataDir string) (*exec.Cmd, string, *s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	log := &strings.Builder{}
 	urls := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			log.WriteString(sc.Text() + "\n")
 			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
 				urls <- m[1]
 			}
@@ -60,17 +59,17 @@ func startServer(t *testing.T, bin, home, dataDir string) (*exec.Cmd, string, *s
 	}()
 	select {
 	case u := <-urls:
-		return cmd, u, log
+		return cmd, u
 	case <-time.After(60 * time.Second):
 		t.Fatalf("server not ready after 60s")
 	}
-	return nil, "", nil
+	return nil, ""
 }
 
 func TestServer_SIGTERMShutsDownCleanlyAndRestartKeepsObjects(t *testing.T) {
 	bin := buildCairn(t)
 	home, data := t.TempDir(), filepath.Join(t.TempDir(), "data")
-	cmd, url, _ := startServer(t, bin, home, data)
+	cmd, url := startServer(t, bin, home, data)
 
 	cfg, err := client.LoadConfig(filepath.Join(home, ".cairn", "config"))
 	if err != nil || cfg.Server != url {
@@ -108,7 +107,7 @@ func TestServer_SIGTERMShutsDownCleanlyAndRestartKeepsObjects(t *testing.T) {
 	for range w.Events() { // the open watch ends with the server
 	}
 
-	_, url2, _ := startServer(t, bin, home, data)
+	_, url2 := startServer(t, bin, home, data)
 	cfg2, err := client.ResolveConfig(url2, cfg.Token, filepath.Join(home, ".cairn", "config"))
 	if err != nil {
 		t.Fatal(err)
