@@ -15,8 +15,16 @@ import (
 )
 
 func TestWatchCache_SlowConsumerIsEndedWithoutBlockingOthers(t *testing.T) {
-	const capacity, changes = 50, 300
-	r, s := newCachedRegistry(t, capacity, time.Hour)
+	for _, b := range bounds {
+		t.Run(b.name, func(t *testing.T) {
+			testSlowConsumer(t, b.capacity, b.maxBytes)
+		})
+	}
+}
+
+func testSlowConsumer(t *testing.T, capacity int, maxBytes int64) {
+	const changes = 300
+	r, s := newBoundedRegistry(t, capacity, maxBytes, time.Hour)
 	from := currentRV(t, s)
 	slow := mustWatch(t, r, "default", from, "")
 	fast := mustWatch(t, r, "default", from, "")
@@ -35,7 +43,7 @@ func TestWatchCache_SlowConsumerIsEndedWithoutBlockingOthers(t *testing.T) {
 	var want []string
 	for i := range changes {
 		want = append(want, fmt.Sprintf("s%d", i))
-		mustCreate(t, r, nsSecret("default", want[i], nil))
+		mustCreate(t, r, bigSecret("default", want[i]))
 	}
 	select {
 	case seen := <-done:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,14 @@ import (
 // events (the default when 0) and send bookmarks every bookmarks.
 func newCachedRegistry(t *testing.T, capacity int, bookmarks time.Duration) (*registry.Registry, *store.Store) {
 	t.Helper()
+	return newBoundedRegistry(t, capacity, 0, bookmarks)
+}
+
+// newBoundedRegistry starts a registry whose watch caches keep at most
+// capacity events and about maxBytes bytes (the defaults when 0) and send
+// bookmarks every bookmarks.
+func newBoundedRegistry(t *testing.T, capacity int, maxBytes int64, bookmarks time.Duration) (*registry.Registry, *store.Store) {
+	t.Helper()
 	s, _ := storetest.Start(t)
 	enc, err := registry.LoadOrCreateKey(filepath.Join(t.TempDir(), "key"))
 	if err != nil {
@@ -32,6 +41,9 @@ func newCachedRegistry(t *testing.T, capacity int, bookmarks time.Duration) (*re
 	}
 	if capacity > 0 {
 		registry.SetWatchCacheCapacity(r, capacity)
+	}
+	if maxBytes > 0 {
+		registry.SetWatchCacheBytes(r, maxBytes)
 	}
 	if err := r.Init(context.Background()); err != nil {
 		t.Fatal(err)
@@ -209,54 +221,89 @@ func TestWatchCache_ManyWatchersSeeEveryChangeOnceInOrderUnderConcurrentWriters(
 	}
 }
 
-func TestWatchCache_ResumeInsideAndOutsideTheWindow(t *testing.T) {
-	const capacity = 30
-	r, s := newCachedRegistry(t, capacity, time.Hour)
-	mustWatch(t, r, "default", currentRV(t, s), "") // starts the cache
-	var rvs []string
-	for i := range 10 {
-		rvs = append(rvs, mustCreate(t, r, nsSecret("default", fmt.Sprintf("a%d", i), nil)).ResourceVersion)
-	}
-	names := func(prefix string, from, to int) []string {
-		var out []string
-		for i := from; i < to; i++ {
-			out = append(out, fmt.Sprintf("ADDED default/%s%d", prefix, i))
-		}
-		return out
-	}
-	w := mustWatch(t, r, "default", rvs[2], "")
-	if !registry.ServedFromCache(w) {
-		t.Fatal("a version inside the window is not served from the cache")
-	}
-	expectChanges(t, w, names("a", 3, 10)...)
+// bounds are the two limits of a watch cache's ring, each set so that it
+// alone drops entries: at most 30 entries, or about 60 KiB of entries that
+// each hold a bigSecret (about 4 KiB).
+var bounds = []struct {
+	name     string
+	capacity int
+	maxBytes int64
+}{
+	{"count bound", 30, 0},
+	{"byte bound", 0, 60 << 10},
+}
 
-	for i := range 40 { // more than the ring holds: a2 falls out of the window
-		rvs = append(rvs, mustCreate(t, r, nsSecret("default", fmt.Sprintf("b%d", i), nil)).ResourceVersion)
-	}
-	tests := []struct {
-		name      string
-		from      string
-		fromCache bool
-		want      []string
-	}{
-		{"inside the window", rvs[10+30], true, names("b", 31, 40)},
-		{"outside the window", rvs[2], false, append(names("a", 3, 10), names("b", 0, 40)...)},
-	}
-	var open []api.Watcher
-	for _, tc := range tests {
-		w := mustWatch(t, r, "default", tc.from, "")
-		if registry.ServedFromCache(w) != tc.fromCache {
-			t.Fatalf("%s: served from the cache = %v, want %v", tc.name, !tc.fromCache, tc.fromCache)
-		}
-		expectChanges(t, w, tc.want...)
-		open = append(open, w)
-	}
-	// Both go on live, each change once.
-	mustCreate(t, r, nsSecret("default", "c", nil))
-	for i, w := range open {
-		if ev := nextChange(t, w); ev.Type != api.Added || ev.Object.Name != "c" {
-			t.Fatalf("%s: live event %s %s, want ADDED c", tests[i].name, ev.Type, ev.Object.Name)
-		}
+// bigSecret is a Secret in ns with 2 KiB of data.
+func bigSecret(ns, name string) *api.Object {
+	o := secret(name, map[string]string{"k": strings.Repeat("x", 2<<10)})
+	o.Namespace = ns
+	return o
+}
+
+func TestWatchCache_ResumeInsideAndOutsideTheWindow(t *testing.T) {
+	for _, b := range bounds {
+		t.Run(b.name, func(t *testing.T) {
+			r, s := newBoundedRegistry(t, b.capacity, b.maxBytes, time.Hour)
+			mustWatch(t, r, "default", currentRV(t, s), "") // starts the cache
+			var rvs, names []string
+			write := func(name string) {
+				rvs = append(rvs, mustCreate(t, r, bigSecret("default", name)).ResourceVersion)
+				names = append(names, "ADDED default/"+name)
+			}
+			for i := range 10 {
+				write(fmt.Sprintf("a%d", i))
+			}
+			w := mustWatch(t, r, "default", rvs[2], "")
+			if !registry.ServedFromCache(w) {
+				t.Fatal("a version inside the window is not served from the cache")
+			}
+			expectChanges(t, w, names[3:]...)
+
+			for i := range 40 { // more than the ring holds: a2 falls out of the window
+				write(fmt.Sprintf("b%d", i))
+			}
+			expectChanges(t, w, names[10:]...) // the cache has seen every change
+			st, ok := registry.WatchCacheUsage(r, "Secret")
+			switch {
+			case !ok:
+				t.Fatal("no watch cache runs")
+			case b.capacity > 0 && st.Entries != b.capacity:
+				t.Fatalf("%d entries, want the capacity %d", st.Entries, b.capacity)
+			case b.maxBytes > 0 && (st.Bytes > b.maxBytes || st.Entries < 5 || st.Entries >= 30):
+				t.Fatalf("%d entries of %d bytes, want 5 to 29 within the bound %d", st.Entries, st.Bytes, b.maxBytes)
+			case rvOf(t, rvs[2]) >= st.Since:
+				t.Fatalf("the window starts after %d, not after a2's %s", st.Since, rvs[2])
+			}
+			inside := len(rvs) - 5
+			if rvOf(t, rvs[inside]) < st.Since {
+				t.Fatalf("the window starts after %d, not before b35's %s", st.Since, rvs[inside])
+			}
+			tests := []struct {
+				name      string
+				from      string
+				fromCache bool
+				want      []string
+			}{
+				{"inside the window", rvs[inside], true, names[inside+1:]},
+				{"outside the window", rvs[2], false, names[3:]},
+			}
+			var open []api.Watcher
+			for _, tc := range tests {
+				w := mustWatch(t, r, "default", tc.from, "")
+				if registry.ServedFromCache(w) != tc.fromCache {
+					t.Fatalf("%s: served from the cache = %v, want %v", tc.name, !tc.fromCache, tc.fromCache)
+				}
+				expectChanges(t, w, tc.want...)
+				open = append(open, w)
+			}
+			// Both go on live, each change once.
+			mustCreate(t, r, nsSecret("default", "c", nil))
+			for i, w := range open {
+				if ev := nextChange(t, w); ev.Type != api.Added || ev.Object.Name != "c" {
+					t.Fatalf("%s: live event %s %s, want ADDED c", tests[i].name, ev.Type, ev.Object.Name)
+				}
+			}
+		})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cairn.dev/cairn/api"
@@ -22,8 +23,11 @@ import (
 //     store's current revision for a watch that lists first), so the first
 //     watcher is served from the cache too.
 //   - Each store event is decoded (and decrypted) once into an immutable
-//     cacheEntry, kept in a ring of the last defaultWatchCacheCapacity
-//     entries. Watchers read the ring at their own pace, each in its own
+//     cacheEntry, kept in a ring of the last entries: at most
+//     defaultWatchCacheCapacity of them, and while they (with the wire
+//     encodings made of them, one per object) hold more than about
+//     defaultWatchCacheBytes, the oldest are dropped, down to the newest
+//     one. Watchers read the ring at their own pace, each in its own
 //     goroutine, and filter by namespace and label selector themselves: the
 //     cache's goroutine never waits for a watcher.
 //   - The ring covers every change after since: a watch from a
@@ -32,14 +36,19 @@ import (
 //     before the cache existed (watchDirect): correct, only costlier. A
 //     compacted N is refused with 410 Gone either way.
 //   - A watcher that falls a whole ring behind (its next entry was
-//     overwritten) is ended with TooManyRequests: the client watches again
-//     from the last resourceVersion it received, and loses nothing.
+//     dropped, by either bound) is ended with TooManyRequests: the client
+//     watches again from the last resourceVersion it received, and loses
+//     nothing.
 //   - Every BookmarkInterval the cache asks etcd for a progress
 //     notification; each one becomes a bookmark entry in the ring, which
 //     every watcher passes on as a BOOKMARK when it reaches it.
 
-// defaultWatchCacheCapacity is how many events a kind's ring keeps.
+// defaultWatchCacheCapacity is how many events a kind's ring keeps at most.
 const defaultWatchCacheCapacity = 10000
+
+// defaultWatchCacheBytes bounds the memory a kind's ring holds: its
+// entries' decoded objects and their cached encodings, approximately.
+const defaultWatchCacheBytes = 64 << 20
 
 // watchCaches are a registry's caches, by kind name. Its zero value is ready
 // to use.
@@ -47,7 +56,8 @@ type watchCaches struct {
 	mu       sync.Mutex
 	closed   bool
 	caches   map[string]*watchCache
-	capacity int // ring size; 0 means defaultWatchCacheCapacity
+	capacity int   // ring size; 0 means defaultWatchCacheCapacity
+	maxBytes int64 // byte bound; 0 means defaultWatchCacheBytes
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // the caches' goroutines
@@ -74,18 +84,14 @@ func (r *Registry) Close() {
 // cache returns the running cache of kind k, starting it when there is
 // none: from revision from (its window then begins there, and the store
 // replays the changes after it; from must not be compacted), or with from 0
-// from the store's current revision, read with ctx. Errors:
-// ServiceUnavailable after Close, InternalError when the store does not
-// answer.
+// from the store's current revision, read with ctx. The store is read
+// without holding the caches' lock, so a slow store holds up only the
+// watches that wait for it. Errors: ServiceUnavailable after Close,
+// InternalError when the store does not answer.
 func (r *Registry) cache(ctx context.Context, k *Kind, from int64) (*watchCache, error) {
 	w := &r.watch
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return nil, api.NewStatus(api.ReasonUnavailable, "the registry is closed")
-	}
-	if c := w.caches[k.Kind]; c != nil {
-		return c, nil
+	if c, err := w.running(k); c != nil || err != nil {
+		return c, err
 	}
 	rev := from
 	if rev == 0 {
@@ -93,6 +99,14 @@ func (r *Registry) cache(ctx context.Context, k *Kind, from int64) (*watchCache,
 		if rev, err = r.store.Revision(ctx); err != nil {
 			return nil, api.NewInternal(err)
 		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, errClosed()
+	}
+	if c := w.caches[k.Kind]; c != nil {
+		return c, nil // started meanwhile: the caller's subscribe checks its window
 	}
 	if w.ctx == nil {
 		w.ctx, w.cancel = context.WithCancel(context.Background())
@@ -102,8 +116,12 @@ func (r *Registry) cache(ctx context.Context, k *Kind, from int64) (*watchCache,
 	if capacity <= 0 {
 		capacity = defaultWatchCacheCapacity
 	}
+	maxBytes := w.maxBytes
+	if maxBytes <= 0 {
+		maxBytes = defaultWatchCacheBytes
+	}
 	c := &watchCache{r: r, k: k, prefix: KeyPrefix + k.Plural + "/", ring: make([]*cacheEntry, capacity),
-		since: rev, rev: rev, notify: make(chan struct{})}
+		maxBytes: maxBytes, since: rev, rev: rev, notify: make(chan struct{})}
 	w.caches[k.Kind] = c
 	w.wg.Add(1)
 	go func() {
@@ -118,20 +136,40 @@ func (r *Registry) cache(ctx context.Context, k *Kind, from int64) (*watchCache,
 	return c, nil
 }
 
+// running returns the running cache of kind k, nil when there is none, and
+// ServiceUnavailable after Close.
+func (w *watchCaches) running(k *Kind) (*watchCache, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, errClosed()
+	}
+	return w.caches[k.Kind], nil
+}
+
+func errClosed() error { return api.NewStatus(api.ReasonUnavailable, "the registry is closed") }
+
 // watchCache is the shared watch of one kind.
 type watchCache struct {
 	r      *Registry
 	k      *Kind
 	prefix string
 
+	maxBytes int64 // the byte bound
+
 	mu     sync.RWMutex
-	ring   []*cacheEntry // entry seq lives at ring[seq%len(ring)]
+	ring   []*cacheEntry // entry seq lives at ring[seq%len(ring)]; the other slots are nil
+	first  uint64        // seq of the oldest entry
 	head   uint64        // seq of the next entry
 	since  int64         // every change after since is in the ring
 	rev    int64         // every change up to rev has been seen
 	err    error         // set when the cache has stopped: watchers end with it
 	notify chan struct{} // closed (and replaced) when entries arrive or the cache stops
 
+	// bytes approximates the memory the ring holds: its entries' sizes
+	// (changed under mu) plus the encodings made of them (added by
+	// watchers as they make them).
+	bytes     atomic.Int64
 	encodings sync.Map // *api.Object (cur or gone of a ring entry) → *encoding
 }
 
@@ -207,37 +245,48 @@ func (c *watchCache) run(ctx context.Context) {
 	}
 }
 
-// append adds entries to the ring, overwriting the oldest, and wakes the
-// watchers.
+// append adds entries to the ring, dropping the oldest beyond either
+// bound, and wakes the watchers.
 func (c *watchCache) append(batch []*cacheEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := uint64(len(c.ring))
 	for _, e := range batch {
-		if c.head >= n {
-			old := c.ring[c.head%n]
-			c.since = max(c.since, old.rev)
-			c.forget(old)
+		if c.head-c.first == n {
+			c.drop()
 		}
 		c.ring[c.head%n] = e
 		c.head++
 		c.rev = max(c.rev, e.rev)
+		c.bytes.Add(e.size)
 		for _, o := range []*api.Object{e.cur, e.gone} {
 			if o != nil {
-				c.encodings.Store(o, &encoding{obj: o})
+				c.encodings.Store(o, &encoding{obj: o, typ: e.natural(o), bytes: &c.bytes})
 			}
+		}
+		for c.head-c.first > 1 && c.bytes.Load() > c.maxBytes {
+			c.drop()
 		}
 	}
 	close(c.notify)
 	c.notify = make(chan struct{})
 }
 
-func (c *watchCache) forget(e *cacheEntry) {
-	if e.cur != nil {
-		c.encodings.Delete(e.cur)
-	}
-	if e.gone != nil {
-		c.encodings.Delete(e.gone)
+// drop removes the oldest entry from the ring. Call with mu held.
+func (c *watchCache) drop() {
+	i := c.first % uint64(len(c.ring))
+	old := c.ring[i]
+	c.ring[i] = nil
+	c.first++
+	c.since = max(c.since, old.rev)
+	c.bytes.Add(-old.size)
+	for _, o := range []*api.Object{old.cur, old.gone} {
+		if o == nil {
+			continue
+		}
+		if v, ok := c.encodings.LoadAndDelete(o); ok {
+			v.(*encoding).forget()
+		}
 	}
 }
 
@@ -260,29 +309,21 @@ func (c *watchCache) subscribe(n int64) (uint64, bool) {
 	if c.err != nil || n < c.since {
 		return 0, false
 	}
-	first := c.first()
+	first := c.first
 	size := int(c.head - first)
 	i := sort.Search(size, func(i int) bool { return c.at(first+uint64(i)).rev > n })
 	return first + uint64(i), true
-}
-
-// first is the seq of the oldest entry in the ring. Call with mu held.
-func (c *watchCache) first() uint64 {
-	if n := uint64(len(c.ring)); c.head > n {
-		return c.head - n
-	}
-	return 0
 }
 
 func (c *watchCache) at(seq uint64) *cacheEntry { return c.ring[seq%uint64(len(c.ring))] }
 
 // read copies the entries from seq next on (at most maxBatch) into buf. It
 // returns the channel that is closed when more arrive, the cache's error
-// once it has stopped, and evicted when entry next has been overwritten.
+// once it has stopped, and evicted when entry next has been dropped.
 func (c *watchCache) read(next uint64, buf []*cacheEntry) (_ []*cacheEntry, notify <-chan struct{}, err error, evicted bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if next < c.first() {
+	if next < c.first {
 		return buf, nil, nil, true
 	}
 	for s := next; s < c.head && len(buf) < maxBatch; s++ {
@@ -295,7 +336,7 @@ func (c *watchCache) read(next uint64, buf []*cacheEntry) (_ []*cacheEntry, noti
 // the ring, falling back to marshaling.
 func (c *watchCache) encode(ev api.Event) ([]byte, error) {
 	if v, ok := c.encodings.Load(ev.Object); ok {
-		return v.(*encoding).line(ev.Type)
+		return v.(*encoding).lineFor(ev.Type)
 	}
 	return encodeEvent(ev)
 }

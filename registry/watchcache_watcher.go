@@ -84,8 +84,8 @@ func (w *cacheWatcher) run(ctx context.Context, next uint64, initial []*api.Obje
 		buf, notify, err, evicted = w.c.read(next, buf[:0])
 		if evicted {
 			w.err = api.NewStatus(api.ReasonTooManyRequests,
-				"the watch fell more than %d events behind and was ended: watch again from the last resourceVersion received",
-				len(w.c.ring))
+				"the watch fell behind more changes than the watch cache keeps (at most %d changes, about %d bytes) and was ended: watch again from the last resourceVersion received",
+				len(w.c.ring), w.c.maxBytes)
 			return
 		}
 		if len(buf) == 0 {
