@@ -23,13 +23,17 @@ import (
 //     store's current revision for a watch that lists first), so the first
 //     watcher is served from the cache too.
 //   - Each store event is decoded (and decrypted) once into an immutable
-//     cacheEntry, kept in a ring of the last entries: at most
-//     defaultWatchCacheCapacity of them, and while they (with the wire
-//     encodings made of them, one per object) hold more than about
-//     defaultWatchCacheBytes, the oldest are dropped, down to the newest
-//     one. Watchers read the ring at their own pace, each in its own
-//     goroutine, and filter by namespace and label selector themselves: the
-//     cache's goroutine never waits for a watcher.
+//     cacheEntry (see there for what it keeps of the previous version),
+//     kept in a ring of the last entries, bounded twice: at most
+//     defaultWatchCacheCapacity entries, and about defaultWatchCacheBytes
+//     of memory, counting the entries' objects (estimated from their stored
+//     size) and the one wire encoding per object that the ring caches once
+//     a server has asked for it. Both bounds are enforced as entries
+//     arrive, by dropping the oldest (never the newest); encodings made
+//     between arrivals may overshoot the byte bound until the next one.
+//     Watchers read the ring at their own pace, each in its own goroutine,
+//     and filter by namespace and label selector themselves: the cache's
+//     goroutine never waits for a watcher.
 //   - The ring covers every change after since: a watch from a
 //     resourceVersion N >= since is served from the ring, then live. A watch
 //     from an older N (not compacted) is served by its own etcd watch, as
