@@ -77,10 +77,7 @@ func (r *Registry) createOnce(ctx context.Context, k *Kind, obj *api.Object) (*a
 	if errs = append(errs, kindErrs...); len(errs) > 0 {
 		return nil, api.NewInvalid(k.Kind, obj.Name, errs)
 	}
-	guards, err := r.checkNamespace(ctx, k, out.Namespace)
-	if err != nil {
-		return nil, err
-	}
+	guards := r.namespaceGuards(k, out.Namespace)
 	owners, err := r.checkOwners(ctx, k, out, nil)
 	if err != nil {
 		return nil, err
@@ -96,7 +93,10 @@ func (r *Registry) createOnce(ctx context.Context, k *Kind, obj *api.Object) (*a
 		if _, gerr := r.store.Get(ctx, key); gerr == nil {
 			return nil, api.NewAlreadyExists(k.Kind, out.Name)
 		}
-		return nil, err // a guard moved: the caller retries
+		if nerr := r.explainNamespace(ctx, k, out.Namespace); nerr != nil {
+			return nil, nerr
+		}
+		return nil, err // an owner moved: the caller retries
 	}
 	if err != nil {
 		return nil, api.NewInternal(err)

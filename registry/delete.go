@@ -62,7 +62,7 @@ func (r *Registry) deleteOnce(ctx context.Context, k *Kind, cur *stored, force b
 	key := r.key(k, cur.obj.Namespace, cur.obj.Name)
 	guard := []store.Cond{store.Unchanged(key, cur.rev)}
 	if force {
-		rev, err := r.store.Txn(ctx, guard, store.Del(key))
+		rev, err := r.store.Txn(ctx, guard, append(removeOps(k, cur.obj), store.Del(key))...)
 		if err != nil {
 			return nil, false, storeErr(err)
 		}
@@ -92,7 +92,7 @@ func (r *Registry) deleteOnce(ctx context.Context, k *Kind, cur *stored, force b
 	if err != nil {
 		return nil, false, api.NewInternal(err)
 	}
-	rev, err := r.store.Txn(ctx, guard, store.Put(key, raw))
+	rev, err := r.store.Txn(ctx, guard, append(markOps(k, out), store.Put(key, raw))...)
 	if err != nil {
 		return nil, false, storeErr(err)
 	}

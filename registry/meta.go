@@ -95,26 +95,6 @@ func validateMeta(k *Kind, obj *api.Object) field.ErrorList {
 // guard is a condition that must still hold when a write commits.
 type guard = store.Cond
 
-// checkNamespace requires a live namespace for namespaced kinds and returns
-// the guard that keeps it so until the write commits.
-func (r *Registry) checkNamespace(ctx context.Context, k *Kind, ns string) ([]guard, error) {
-	if !k.Namespaced {
-		return nil, nil
-	}
-	nsKind := r.kinds["Namespace"]
-	cur, err := r.readGuard(ctx, nsKind, "", ns, func(s *stored) bool { return !s.obj.Deleting() })
-	if errors.Is(err, api.ErrNotFound) {
-		return nil, api.NewNotFound("Namespace", ns)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if cur.obj.Deleting() {
-		return nil, api.NewForbidden(k.Kind, "", fmt.Sprintf("namespace %q is being deleted", ns))
-	}
-	return []guard{store.Unchanged(r.key(nsKind, "", ns), cur.rev)}, nil
-}
-
 // checkOwners requires every owner reference of obj (but those in keep,
 // already validated) to name a live object of a known kind in the same
 // namespace with the same uid, and rewrites each kind to its registered

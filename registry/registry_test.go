@@ -348,3 +348,61 @@ func TestWatch_ReplaysFromResourceVersionAndGoneAfterCompaction(t *testing.T) {
 		t.Fatalf("watch from compacted version: %v", err)
 	}
 }
+
+func TestCreate_NamespaceMustExistAndNotBeTerminatingAndMayBeRecreated(t *testing.T) {
+	r, _ := newRegistry(t)
+	ctx := context.Background()
+	in := func(ns, name string) *api.Object {
+		o := secret(name, nil)
+		o.Namespace = ns
+		return o
+	}
+	if _, err := r.Create(ctx, in("nowhere", "a")); !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("create in a missing namespace: %v", err)
+	}
+	for _, force := range []bool{false, true} {
+		if err := r.EnsureNamespace(ctx, "team"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Create(ctx, in("team", "before")); err != nil {
+			t.Fatal(err)
+		}
+		ns, _, err := r.Delete(ctx, "Namespace", "", "team", api.DeleteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Create(ctx, in("team", "during")); !errors.Is(err, api.ErrForbidden) {
+			t.Fatalf("create in a terminating namespace: %v", err)
+		}
+		// The namespace goes (as the collector would do it, or forced), and
+		// a namespace of the same name takes new objects again.
+		if _, _, err := r.Delete(ctx, "Secret", "team", "before", api.DeleteOptions{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		if force {
+			if _, _, err := r.Delete(ctx, "Namespace", "", "team", api.DeleteOptions{Force: true}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			ns.Finalizers = nil
+			if _, err := r.Update(ctx, ns); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := r.Get(ctx, "Namespace", "", "team"); !errors.Is(err, api.ErrNotFound) {
+			t.Fatalf("namespace still there (force=%v): %v", force, err)
+		}
+		if err := r.EnsureNamespace(ctx, "team"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Create(ctx, in("team", "after")); err != nil {
+			t.Fatalf("create in the recreated namespace (force=%v): %v", force, err)
+		}
+		if _, _, err := r.Delete(ctx, "Secret", "team", "after", api.DeleteOptions{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := r.Delete(ctx, "Namespace", "", "team", api.DeleteOptions{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

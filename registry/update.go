@@ -197,7 +197,7 @@ func (r *Registry) writeOnce(ctx context.Context, k *Kind, next *api.Object, cur
 	key := r.key(k, out.Namespace, out.Name)
 	conds := append([]store.Cond{store.Unchanged(key, cur.rev)}, ownerGuards...)
 	if out.Deleting() && len(out.Finalizers) == 0 {
-		if _, err := r.store.Txn(ctx, conds, store.Del(key)); err != nil {
+		if _, err := r.store.Txn(ctx, conds, append(removeOps(k, out), store.Del(key))...); err != nil {
 			return nil, storeErr(err)
 		}
 		return out, nil

@@ -140,6 +140,11 @@ func Absent(key string) Cond {
 	return Cond{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}
 }
 
+// Present holds when key exists.
+func Present(key string) Cond {
+	return Cond{clientv3.Compare(clientv3.CreateRevision(key), ">", 0)}
+}
+
 // Unchanged holds when key exists with exactly mod revision rev.
 func Unchanged(key string, rev int64) Cond {
 	return Cond{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}

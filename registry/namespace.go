@@ -1,0 +1,67 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/store"
+)
+
+// terminatingPrefix holds one marker key per Namespace marked for deletion.
+// The marker is written in the same transaction that marks the Namespace
+// and removed in the one that removes it, so a create can check "the
+// namespace exists and is not being deleted" with compares alone, without
+// reading the namespace first.
+const terminatingPrefix = "/cairn/meta/terminating-namespaces/"
+
+func terminatingKey(ns string) string { return terminatingPrefix + ns }
+
+func isNamespace(k *Kind) bool { return k.Kind == "Namespace" }
+
+// namespaceGuards are the conditions under which an object of kind k may be
+// created in ns: the namespace exists and is not being deleted. When they
+// fail, explainNamespace says why.
+func (r *Registry) namespaceGuards(k *Kind, ns string) []store.Cond {
+	if !k.Namespaced {
+		return nil
+	}
+	return []store.Cond{store.Present(r.key(r.kinds["Namespace"], "", ns)), store.Absent(terminatingKey(ns))}
+}
+
+// explainNamespace tells why namespace guards failed: NotFound when ns does
+// not exist, Forbidden when it is being deleted, nil when neither holds any
+// more (the caller lost a race and retries).
+func (r *Registry) explainNamespace(ctx context.Context, k *Kind, ns string) error {
+	if !k.Namespaced {
+		return nil
+	}
+	cur, err := r.read(ctx, r.kinds["Namespace"], "", ns)
+	if errors.Is(err, api.ErrNotFound) {
+		return api.NewNotFound("Namespace", ns)
+	}
+	if err != nil {
+		return err
+	}
+	if cur.obj.Deleting() {
+		return api.NewForbidden(k.Kind, "", fmt.Sprintf("namespace %q is being deleted", ns))
+	}
+	return nil
+}
+
+// markOps are the writes that accompany marking an object for deletion.
+func markOps(k *Kind, obj *api.Object) []store.Op {
+	if !isNamespace(k) {
+		return nil
+	}
+	return []store.Op{store.Put(terminatingKey(obj.Name), nil)}
+}
+
+// removeOps are the writes that accompany removing an object from the store.
+func removeOps(k *Kind, obj *api.Object) []store.Op {
+	if !isNamespace(k) {
+		return nil
+	}
+	return []store.Op{store.Del(terminatingKey(obj.Name))}
+}
