@@ -71,20 +71,23 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"name", "result"}),
 	}
 	var err error
-	m.depth = register(reg, m.depth, &err)
-	m.adds = register(reg, m.adds, &err)
-	m.retries = register(reg, m.retries, &err)
-	m.queueLatency = register(reg, m.queueLatency, &err)
-	m.workDuration = register(reg, m.workDuration, &err)
-	m.unfinished = register(reg, m.unfinished, &err)
-	m.longestRunning = register(reg, m.longestRunning, &err)
-	m.reconciles = register(reg, m.reconciles, &err)
+	m.depth = RegisterOrReuse(reg, m.depth, &err)
+	m.adds = RegisterOrReuse(reg, m.adds, &err)
+	m.retries = RegisterOrReuse(reg, m.retries, &err)
+	m.queueLatency = RegisterOrReuse(reg, m.queueLatency, &err)
+	m.workDuration = RegisterOrReuse(reg, m.workDuration, &err)
+	m.unfinished = RegisterOrReuse(reg, m.unfinished, &err)
+	m.longestRunning = RegisterOrReuse(reg, m.longestRunning, &err)
+	m.reconciles = RegisterOrReuse(reg, m.reconciles, &err)
 	return m, err
 }
 
-// register registers c on reg and returns it, or the collector of the same
-// description already registered there. The first failure is kept in *errp.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
+// RegisterOrReuse registers c on reg and returns it, or the collector of
+// the same description already registered there (a controller started
+// again in the same process, e.g. after a leader change, keeps reporting on
+// the same series). The first other failure is kept in *errp. Controllers
+// register their own metrics with it.
+func RegisterOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
 	err := reg.Register(c)
 	if err == nil {
 		return c

@@ -1,10 +1,11 @@
 package gc
 
 import (
-	"errors"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"cairn.dev/cairn/controller"
 )
 
 // metrics are the collector's own Prometheus metrics. A nil *metrics
@@ -26,11 +27,11 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 	}
 	var err error
 	m := &metrics{
-		nodes: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+		nodes: controller.RegisterOrReuse(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cairn_gc_graph_nodes",
 			Help: "Objects in the garbage collector's dependency graph.",
 		}), &err),
-		actions: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		actions: controller.RegisterOrReuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cairn_gc_actions_total",
 			Help: "Writes of the garbage collector by action: cascade and orphan (deletions), detach (owner reference removed), finalize (cascade-deletion removed), report-cycle.",
 		}, []string{"action"}), &err),
@@ -40,27 +41,6 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		return nil
 	}
 	return m
-}
-
-// register registers c on reg and returns it, or the collector of the same
-// description already registered there. The first other failure is kept in
-// *errp. (The same approach as the controller package's work queue
-// metrics.)
-func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
-	err := reg.Register(c)
-	if err == nil {
-		return c
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing
-		}
-	}
-	if *errp == nil {
-		*errp = err
-	}
-	return c
 }
 
 func (m *metrics) setNodes(n int) {
