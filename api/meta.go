@@ -104,6 +104,14 @@ func (m *ObjectMeta) ControllerRef() *OwnerReference {
 	return nil
 }
 
+// OwnerRefTo returns a reference to owner for a dependent's
+// metadata.ownerReferences; controller marks the owner that manages the
+// dependent. owner must have been read from the API (it needs its uid).
+func OwnerRefTo(owner Resource, controller bool) OwnerReference {
+	t, m := owner.GetTypeMeta(), owner.GetObjectMeta()
+	return OwnerReference{APIVersion: APIVersion, Kind: t.Kind, Name: m.Name, UID: m.UID, Controller: controller}
+}
+
 // Resource is implemented by every typed kind (through the embedded TypeMeta
 // and ObjectMeta) and by the generic Object.
 type Resource interface {

@@ -49,7 +49,7 @@ func secret(name string, owners ...*api.Object) *api.Object {
 	o.Name, o.Namespace = name, "default"
 	o.SetField("stringData", json.RawMessage(`{"k":"v"}`))
 	for _, w := range owners {
-		o.OwnerReferences = append(o.OwnerReferences, api.OwnerReference{Kind: w.Kind, Name: w.Name, UID: w.UID})
+		o.OwnerReferences = append(o.OwnerReferences, api.OwnerRefTo(w, false))
 	}
 	return o
 }

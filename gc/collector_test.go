@@ -122,9 +122,7 @@ func newSecret(name string, finalizers []string, owners ...owned) *api.Object {
 	o := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"},
 		ObjectMeta: api.ObjectMeta{Name: name, Namespace: ns, Finalizers: finalizers}}
 	for _, w := range owners {
-		o.OwnerReferences = append(o.OwnerReferences, api.OwnerReference{
-			APIVersion: api.APIVersion, Kind: w.owner.Kind, Name: w.owner.Name, UID: w.owner.UID,
-			Controller: w.controller})
+		o.OwnerReferences = append(o.OwnerReferences, api.OwnerRefTo(w.owner, w.controller))
 	}
 	return o
 }
@@ -304,7 +302,7 @@ func TestCollector_DiamondIsNoCycleAndIsDeleted(t *testing.T) {
 func ownerRefs(owners ...*api.Object) []api.OwnerReference {
 	var out []api.OwnerReference
 	for _, o := range owners {
-		out = append(out, api.OwnerReference{APIVersion: api.APIVersion, Kind: o.Kind, Name: o.Name, UID: o.UID})
+		out = append(out, api.OwnerRefTo(o, false))
 	}
 	return out
 }

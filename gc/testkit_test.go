@@ -87,8 +87,7 @@ func NewWidget(ns, name string, churn bool, owners ...*api.Object) *api.Object {
 		o.Labels = map[string]string{LabelChurn: "true"}
 	}
 	for _, w := range owners {
-		o.OwnerReferences = append(o.OwnerReferences, api.OwnerReference{
-			APIVersion: api.APIVersion, Kind: w.Kind, Name: w.Name, UID: w.UID})
+		o.OwnerReferences = append(o.OwnerReferences, api.OwnerRefTo(w, false))
 	}
 	return o
 }

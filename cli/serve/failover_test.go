@@ -184,7 +184,7 @@ func failoverSecret(name string, owner *api.Object) *api.Object {
 	o.Name, o.Namespace = name, "default"
 	o.SetField("stringData", json.RawMessage(`{"password":"failover-s3cr3t"}`))
 	if owner != nil {
-		o.OwnerReferences = []api.OwnerReference{{Kind: owner.Kind, Name: owner.Name, UID: owner.UID}}
+		o.OwnerReferences = []api.OwnerReference{api.OwnerRefTo(owner, false)}
 	}
 	return o
 }
