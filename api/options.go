@@ -60,6 +60,10 @@ type KindInfo struct {
 	Columns    []Column `json:"columns,omitempty"`
 	// Subresources names the extra endpoints of the kind ("status", ...).
 	Subresources []string `json:"subresources,omitempty"`
+	// Sensitive names the top-level fields whose values are secret
+	// ("data", "stringData" of a Secret). Printers and `describe` show
+	// their keys and sizes, never their values.
+	Sensitive []string `json:"sensitive,omitempty"`
 }
 
 // Column is a printer column of `cairn get`.

@@ -179,7 +179,7 @@ func (s *Server) deleteOptions(w http.ResponseWriter, r *http.Request, rt *route
 	if err != nil {
 		return opts, err
 	}
-	if force && !identity.From(r.Context()).Admin {
+	if u, _ := identity.From(r.Context()); force && !u.Admin {
 		return opts, api.NewForbidden(rt.kind.Kind, rt.name, "only admins may force a deletion")
 	}
 	opts.Force = force

@@ -165,8 +165,9 @@ func newWidgetHooks() *widgetHooks {
 
 func widgetKind(h *widgetHooks) registry.Kind {
 	echo := func(ctx context.Context, req registry.ActionRequest) (registry.ActionResult, error) {
+		caller, _ := identity.From(ctx)
 		return registry.ActionResult{Object: map[string]string{
-			"namespace": req.Namespace, "name": req.Name, "caller": identity.From(ctx).Name,
+			"namespace": req.Namespace, "name": req.Name, "caller": caller.Name,
 			"x": req.Query.Get("x"), "body": string(req.Body),
 		}}, nil
 	}
