@@ -9,7 +9,7 @@ import (
 // and Terminating once deleted, until everything in it is gone.
 func Namespace() registry.Kind {
 	return registry.Define(registry.Spec[*api.Namespace]{
-		Kind:       "Namespace",
+		Kind:       api.KindNamespace,
 		ShortNames: []string{"ns"},
 		Columns: []api.Column{
 			{Name: "STATUS", Path: ".status.phase"},

@@ -33,9 +33,10 @@ func Secret() registry.Kind {
 		s.StringData = nil
 	}
 	return registry.Define(registry.Spec[*api.Secret]{
-		Kind:       "Secret",
+		Kind:       api.KindSecret,
 		Namespaced: true,
 		Encrypted:  true,
+		Sensitive:  []string{"data", "stringData"},
 		Columns: []api.Column{
 			{Name: "TYPE", Path: ".type"},
 			{Name: "DATA", Path: ".data", Format: "count"},

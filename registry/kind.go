@@ -51,7 +51,10 @@ type Spec[T api.Resource] struct {
 	Columns      []api.Column
 	Subresources []string
 	Encrypted    bool
-	Actions      []Action
+	// Sensitive names the top-level fields whose values are secret; it is
+	// published in discovery so that printers redact them.
+	Sensitive []string
+	Actions   []Action
 
 	// Precheck inspects the generic object before it is decoded into T,
 	// for field errors the JSON decoder cannot place (e.g. bad base64).
@@ -95,6 +98,7 @@ func Define[T api.Resource](s Spec[T]) Kind {
 			Kind: s.Kind, Plural: api.Plural(s.Kind), Namespaced: s.Namespaced,
 			ShortNames: s.ShortNames, Columns: s.Columns,
 			Subresources: append([]string{"status"}, s.Subresources...),
+			Sensitive:    s.Sensitive,
 		},
 		Encrypted: s.Encrypted,
 		Actions:   s.Actions,

@@ -11,7 +11,6 @@ package registry
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"cairn.dev/cairn/api"
@@ -70,7 +69,7 @@ func New(s *store.Store, opts Options) (*Registry, error) {
 		r.kinds[k.Kind] = k
 		r.byPlural[k.Plural] = k
 	}
-	if _, ok := r.kinds["Namespace"]; !ok {
+	if _, ok := r.kinds[api.KindNamespace]; !ok {
 		return nil, fmt.Errorf("registry: the Namespace kind must be registered")
 	}
 	return r, nil
@@ -90,7 +89,8 @@ func (r *Registry) Kinds() []api.KindInfo {
 }
 
 // Lookup finds a kind by name ("Secret"), plural ("secrets") or short name,
-// case-insensitively. It returns NotFound for an unknown kind.
+// case-insensitively (api.ResolveKind). It returns NotFound for an unknown
+// kind.
 func (r *Registry) Lookup(name string) (*Kind, error) {
 	if k, ok := r.kinds[name]; ok {
 		return k, nil
@@ -98,15 +98,8 @@ func (r *Registry) Lookup(name string) (*Kind, error) {
 	if k, ok := r.byPlural[name]; ok {
 		return k, nil
 	}
-	for _, k := range r.kinds {
-		if strings.EqualFold(k.Kind, name) || strings.EqualFold(k.Plural, name) {
-			return k, nil
-		}
-		for _, s := range k.ShortNames {
-			if strings.EqualFold(s, name) {
-				return k, nil
-			}
-		}
+	if k, ok := api.ResolveKind(r.Kinds(), name); ok {
+		return r.kinds[k.Kind], nil
 	}
 	return nil, api.NewStatus(api.ReasonNotFound, "the server does not serve the kind %q", name)
 }
