@@ -22,13 +22,14 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
 )
 
 func startServer(b *testing.B) (*daemon.Daemon, client.Interface) {
 	b.Helper()
 	d, err := daemon.Start(context.Background(), daemon.Options{
-		Listen: "127.0.0.1:0", DataDir: b.TempDir(), Controllers: true, GCWorkers: 32,
+		Listen: "127.0.0.1:0", DataDir: b.TempDir(), Controllers: controllers.List(controllers.Config{GCWorkers: 32}),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

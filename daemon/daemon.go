@@ -1,7 +1,8 @@
 // Package daemon assembles one cairn server process: the store (embedded
 // etcd under the data dir, or an external etcd cluster), the registry, the
-// authenticator, the HTTP API and, in the elected leader only, the
-// controllers and the compactor. `cairn server` is a thin wrapper around it,
+// authenticator, the HTTP API, the compactor (in one elected server) and,
+// when asked, a controller manager whose controllers run while this process
+// leads them (among every server and controller-manager sharing the API). `cairn server` is a thin wrapper around it,
 // and tests start whole servers with it.
 package daemon
 
@@ -20,10 +21,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/auth"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/client/local"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/kinds"
+	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/leader"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/server"
 	"cairn.dev/cairn/store"
@@ -47,9 +53,9 @@ type Options struct {
 	// ClientConfigPath, when set, is where a client config (server URL and
 	// admin token) is written if none exists there yet.
 	ClientConfigPath string
-	// Controllers runs the controllers (in the elected leader only); false
-	// makes a pure API server.
-	Controllers bool
+	// Controllers are the controllers this server runs while it leads them
+	// (see package controllers for the list); none makes a pure API server.
+	Controllers []manager.Controller
 	// CompactionInterval: the leader compacts history older than this
 	// interval, every interval; default 5m.
 	CompactionInterval time.Duration
@@ -57,8 +63,6 @@ type Options struct {
 	BookmarkInterval time.Duration
 	// LeaderTTL: how long a dead leader blocks failover; default 5s.
 	LeaderTTL time.Duration
-	// GCWorkers: concurrent garbage-collector workers; default 8.
-	GCWorkers int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -74,7 +78,8 @@ type Daemon struct {
 	auth     *auth.Authenticator
 	http     *server.Server
 	metrics  *prometheus.Registry
-	leading  prometheus.Gauge
+	manager  *manager.Manager // nil without controllers
+	system   client.Interface // in-process client acting as the system
 	listener net.Listener
 	token    string
 
@@ -145,15 +150,23 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	d.metrics = prometheus.NewRegistry()
 	d.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	d.leading = prometheus.NewGauge(prometheus.GaugeOpts{Name: "cairn_leader",
-		Help: "1 while this server is the elected leader running the controllers."})
-	d.metrics.MustRegister(d.leading)
-	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log})
-	if err != nil {
-		return d, err
-	}
+	d.system = local.New(d.registry, identity.System())
 	if d.listener, err = net.Listen("tcp", opts.Listen); err != nil {
 		return d, fmt.Errorf("daemon: listen on %s: %w", opts.Listen, err)
+	}
+	if len(opts.Controllers) > 0 {
+		d.manager, err = manager.New(manager.Options{
+			Client: d.system, Controllers: opts.Controllers, Identity: d.URL(),
+			LeaderElection: true, LeaseDuration: opts.LeaderTTL, Logger: d.log, Metrics: d.metrics,
+		})
+		if err != nil {
+			return d, err
+		}
+	}
+	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log,
+		Traces: traceSource{d}})
+	if err != nil {
+		return d, err
 	}
 	if err := d.writeClientConfig(); err != nil {
 		d.log.Warn("could not write the client config", "path", opts.ClientConfigPath, "err", err)
@@ -169,11 +182,8 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 			d.store.RunCompactor(ctx, opts.CompactionInterval, d.log)
 		})
 	})
-	if opts.Controllers {
-		d.spawn(func() error {
-			return leader.Run(rctx, d.etcd, leader.Options{Name: "controllers", Identity: d.URL(),
-				TTL: opts.LeaderTTL, Logger: d.log}, d.lead)
-		})
+	if d.manager != nil {
+		d.spawn(func() error { return d.manager.Run(rctx) })
 	}
 	if d.embedded != nil {
 		d.spawn(func() error {
@@ -190,7 +200,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		d.closeStore()
 		close(d.done)
 	}()
-	d.log.Info("cairn server ready", "url", d.URL(), "dataDir", opts.DataDir, "etcd", endpoints, "controllers", opts.Controllers)
+	d.log.Info("cairn server ready", "url", d.URL(), "dataDir", opts.DataDir, "etcd", endpoints, "controllers", len(opts.Controllers))
 	return d, nil
 }
 
@@ -206,9 +216,6 @@ func withDefaults(o Options) Options {
 	}
 	if o.LeaderTTL == 0 {
 		o.LeaderTTL = 5 * time.Second
-	}
-	if o.GCWorkers == 0 {
-		o.GCWorkers = 8
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -226,9 +233,6 @@ func validate(o Options) error {
 	}
 	if o.LeaderTTL < time.Second {
 		return fmt.Errorf("daemon: the leader TTL must be at least 1s (etcd leases count whole seconds), got %s", o.LeaderTTL)
-	}
-	if o.GCWorkers < 0 {
-		return fmt.Errorf("daemon: the number of gc workers must not be negative, got %d", o.GCWorkers)
 	}
 	if o.DataDir == "" {
 		return fmt.Errorf("daemon: a data dir is required")
@@ -252,32 +256,17 @@ func (d *Daemon) spawn(f func() error) {
 	}()
 }
 
-// lead runs the controllers while this process is the elected leader,
-// until leadership ends.
-func (d *Daemon) lead(ctx context.Context) {
-	d.leading.Set(1)
-	defer d.leading.Set(0)
-	var wg sync.WaitGroup
-	run := func(name string, f func(ctx context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(ctx); err != nil && ctx.Err() == nil {
-				d.log.Error("controller stopped", "controller", name, "err", err)
-			}
-		}()
-	}
-	for name, c := range d.controllers(client.NewLocal(d.registry)) {
-		run(name, c)
-	}
-	wg.Wait()
-}
-
 // URL is the base URL clients reach the server at.
 func (d *Daemon) URL() string { return "http://" + d.listener.Addr().String() }
 
 // Token is the admin token of this server's data dir.
 func (d *Daemon) Token() string { return d.token }
+
+// Client is an in-process API client acting as the system (an admin).
+func (d *Daemon) Client() client.Interface { return d.system }
+
+// Manager is the controller manager, nil for a pure API server.
+func (d *Daemon) Manager() *manager.Manager { return d.manager }
 
 // Registry gives in-process access to the API.
 func (d *Daemon) Registry() *registry.Registry { return d.registry }
@@ -343,4 +332,21 @@ func (d *Daemon) writeClientConfig() error {
 		return nil
 	}
 	return client.WriteConfig(path, client.Config{Server: d.URL(), Token: d.token})
+}
+
+// traceSource serves the traces of this server's controllers while it
+// leads them, and names the leader otherwise.
+type traceSource struct{ d *Daemon }
+
+func (t traceSource) Trace(kind, ns, name string) (*api.Trace, bool) {
+	m := t.d.manager
+	if m == nil || !m.Leading() {
+		return nil, false
+	}
+	tr, _ := m.Traces().Get(kind, ns, name)
+	return tr, true
+}
+
+func (t traceSource) Leader(ctx context.Context) (string, error) {
+	return lease.Current(ctx, t.d.system, manager.LeaseName)
 }

@@ -19,7 +19,9 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/daemon"
-	"cairn.dev/cairn/leader"
+	"cairn.dev/cairn/controllers"
+	"cairn.dev/cairn/lease"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/store/storetest"
 )
 
@@ -146,11 +148,11 @@ func gcActions(t *testing.T, reg *prometheus.Registry) float64 {
 // leader's garbage collector acts, and when the leader stops in the middle
 // of a cascade the other server takes over and finishes it.
 func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *testing.T) {
-	s, endpoint := storetest.Start(t)
+	_, endpoint := storetest.Start(t)
 	key := filepath.Join(t.TempDir(), "shared.key")
 	opts := func() daemon.Options {
 		return daemon.Options{DataDir: t.TempDir(), EtcdEndpoints: []string{endpoint}, EncryptionKeyFile: key,
-			Controllers: true, LeaderTTL: 2 * time.Second}
+			Controllers: controllers.List(controllers.Config{}), LeaderTTL: 2 * time.Second}
 	}
 	d1, d2 := start(t, opts()), start(t, opts())
 	ctx := context.Background()
@@ -158,7 +160,7 @@ func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *
 
 	var lead, follow *daemon.Daemon
 	eventually(t, 15*time.Second, "a leader", func() bool {
-		id, _ := leader.Current(ctx, s.Client(), "controllers")
+		id, _ := lease.Current(ctx, c1, manager.LeaseName)
 		switch id {
 		case d1.URL():
 			lead, follow = d1, d2
@@ -197,7 +199,7 @@ func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := client.NewLocal(follow.Registry())
+	local := follow.Client()
 	for i := 0; i < 300; i++ {
 		if _, err := local.Create(ctx, secret(fmt.Sprintf("big%d", i), big)); err != nil {
 			t.Fatal(err)
@@ -218,7 +220,7 @@ func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *
 		t.Fatal("the cascade finished before the leader stopped: the test exercises no failover")
 	}
 	eventually(t, 15*time.Second, "failover to the other server", func() bool {
-		id, _ := leader.Current(ctx, s.Client(), "controllers")
+		id, _ := lease.Current(ctx, survivor, manager.LeaseName)
 		return id == follow.URL()
 	})
 	eventually(t, 60*time.Second, "the cascade to finish on the new leader", func() bool {
@@ -234,8 +236,8 @@ func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *
 }
 
 func TestDaemon_PureAPIServerRunsNoControllersButStillCompacts(t *testing.T) {
-	s, endpoint := storetest.Start(t)
-	d := start(t, daemon.Options{DataDir: t.TempDir(), EtcdEndpoints: []string{endpoint}, Controllers: false,
+	_, endpoint := storetest.Start(t)
+	d := start(t, daemon.Options{DataDir: t.TempDir(), EtcdEndpoints: []string{endpoint},
 		CompactionInterval: 200 * time.Millisecond})
 	c := httpClient(t, d)
 	ctx := context.Background()
@@ -256,7 +258,7 @@ func TestDaemon_PureAPIServerRunsNoControllersButStillCompacts(t *testing.T) {
 		return errors.Is(err, api.ErrGone)
 	})
 	// No server ever campaigned for the controllers, so nothing collects.
-	if id, err := leader.Current(ctx, s.Client(), "controllers"); err != nil || id != "" {
+	if id, err := lease.Current(ctx, c, manager.LeaseName); err != nil || id != "" {
 		t.Fatalf("controllers leader %q (err %v), want none", id, err)
 	}
 	if got := gcActions(t, d.Metrics()); got != -1 {
@@ -277,7 +279,6 @@ func TestDaemon_RejectsSettingsThatCannotWork(t *testing.T) {
 		{"negative compaction interval", daemon.Options{CompactionInterval: -time.Second}, "compaction interval"},
 		{"negative bookmark interval", daemon.Options{BookmarkInterval: -time.Second}, "bookmark interval"},
 		{"sub-second leader TTL", daemon.Options{LeaderTTL: 100 * time.Millisecond}, "leader TTL"},
-		{"negative gc workers", daemon.Options{GCWorkers: -1}, "gc workers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.DataDir, tc.opts.Listen, tc.opts.Logger = t.TempDir(), "127.0.0.1:0", quiet

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/informer"
+	"cairn.dev/cairn/trace"
 )
 
 // Options configures a Collector. The zero value is usable.
@@ -33,6 +35,12 @@ type Options struct {
 	// deletion the API refused (Forbidden) is tried again; the delay
 	// doubles with each refusal of the same object, up to 5 minutes.
 	ConfirmRetry time.Duration
+	// Informers is the process's shared informer factory (the manager's).
+	// Nil gives the collector a factory of its own, run by Run.
+	Informers *informer.Factory
+	// Traces, when set, keeps the steps of the collector's reconciles for
+	// `cairn explain`.
+	Traces *trace.Store
 }
 
 // maxWriteAttempts bounds the read-modify-write retries on Conflict.
@@ -68,8 +76,8 @@ type Collector struct {
 	// refused counts, by uid, the deletions the API refused (Forbidden),
 	// until the object is deleted or leaves the graph; see refuse.
 	refused map[string]int
-	// informers by kind name, for cached reads.
-	informers map[string]*informer.Informer
+	// factory holds the shared informers, for cached reads.
+	factory *informer.Factory
 	// namespaced lists the namespaced kinds, set by Run before any reconcile.
 	namespaced []string
 	ctrl       *controller.Controller
@@ -93,7 +101,7 @@ func New(c client.Interface, opts Options) *Collector {
 	return &Collector{
 		c: c, opts: opts, log: log, m: newMetrics(opts.Metrics, log),
 		graph: NewGraph(), requested: map[string]struct{}{}, refused: map[string]int{},
-		informers: map[string]*informer.Informer{},
+		factory: opts.Informers,
 	}
 }
 
@@ -121,22 +129,22 @@ func (c *Collector) Run(ctx context.Context) error {
 	defer cancel()
 
 	c.ctrl = controller.New("gc", controller.ReconcilerFunc(c.reconcile), controller.Options{
-		Workers: c.opts.Workers, Logger: c.opts.Logger, Metrics: c.opts.Metrics,
+		Workers: c.opts.Workers, Logger: c.opts.Logger, Metrics: c.opts.Metrics, Traces: c.opts.Traces,
 	})
-	var wg sync.WaitGroup
+	if c.factory == nil {
+		c.factory = informer.NewFactory(c.c, informer.Options{Logger: c.opts.Logger})
+		c.factory.Start(ctx)
+		defer c.factory.Shutdown()
+	}
 	infs := make([]*informer.Informer, 0, len(kinds))
 	for _, k := range kinds {
-		inf := informer.New(c.c, k.Kind, "", informer.Options{Logger: c.opts.Logger})
+		inf := c.factory.For(k.Kind)
 		inf.AddEventHandler(informer.Handler{
 			OnAdd:    c.observe,
 			OnUpdate: func(_, obj *api.Object) { c.observe(obj) },
 			OnDelete: c.forget,
 		})
-		c.mu.Lock()
-		c.informers[k.Kind] = inf
-		c.mu.Unlock()
 		infs = append(infs, inf)
-		wg.Go(func() { inf.Run(ctx) })
 	}
 	// The controller's queue keeps what the handlers enqueue until every
 	// list is in: the workers start only then, so no decision is taken on
@@ -153,10 +161,7 @@ func (c *Collector) Run(ctx context.Context) error {
 		c.synced.Store(true)
 		c.log.Info("dependency graph built", "kinds", len(infs), "objects", c.graphLen())
 	}
-	err = c.ctrl.Run(ctx)
-	cancel()
-	wg.Wait()
-	return err
+	return c.ctrl.Run(ctx)
 }
 
 // HasSynced reports whether the graph holds every kind's first list and
@@ -250,6 +255,15 @@ func (c *Collector) deletingOwners(n Node) []string {
 	return out
 }
 
+// refNames names owner references for a trace: "Kind name, ...".
+func refNames(refs []api.OwnerReference) string {
+	names := make([]string, len(refs))
+	for i, r := range refs {
+		names[i] = r.Kind + " " + r.Name
+	}
+	return strings.Join(names, ", ")
+}
+
 func sameOwners(a, b []api.OwnerReference) bool {
 	if len(a) != len(b) {
 		return false
@@ -286,6 +300,7 @@ type work struct {
 	victims  []target
 	detach   []Node
 	finalize bool
+	explain  explanation // for the trace
 }
 
 // plan decides, under the lock, what to do about uid.
@@ -310,6 +325,7 @@ func (c *Collector) plan(uid string) (work, bool) {
 			w.detach = append(w.detach, dn)
 		}
 		w.finalize = cs.RemoveFinalizer
+		w.explain = c.explain(uid, cs)
 		if len(cs.InCycle) > 0 && cs.RemoveFinalizer {
 			c.log.Info("cycle member leaves its deleting cycle", "object", n.String(),
 				"cycle", CycleReport(c.graph, append([]string{uid}, cs.InCycle...)))
@@ -326,20 +342,25 @@ func (c *Collector) reconcile(ctx context.Context, uid string) (controller.Resul
 	if !ok {
 		return controller.Result{}, nil
 	}
+	trace.Object(ctx, w.self.Kind, w.self.Namespace, w.self.Name)
 	if w.d.Cycle != nil {
+		trace.Action(ctx, "report the ownership cycle %s", w.d.Report)
 		if err := c.reportCycle(ctx, w.self, w.d.Report); err != nil {
 			return controller.Result{}, err
 		}
 	}
 	var res controller.Result
 	if w.d.Orphan {
+		trace.Check(ctx, "every owner is gone: %s", refNames(w.d.Confirm))
 		present, err := c.anyPresent(ctx, w.self.Namespace, w.d.Confirm)
 		if err != nil {
 			return res, err
 		}
 		if present {
+			trace.Exit(ctx, "an owner still exists (the graph lags behind the API): check again in %s", c.opts.ConfirmRetry)
 			res.RequeueAfter = c.opts.ConfirmRetry
 		} else {
+			trace.Action(ctx, "delete it as an orphan")
 			after, err := c.delete(ctx, w.self, w.leaf, "orphan")
 			if err != nil {
 				return res, err
@@ -348,8 +369,12 @@ func (c *Collector) reconcile(ctx context.Context, uid string) (controller.Resul
 		}
 	}
 	if w.d.Cascade == nil {
+		if !w.d.Orphan && w.self.Deleting {
+			trace.Exit(ctx, "deleting without %s: %s", api.FinalizerCascadeDeletion, holds(w.self))
+		}
 		return res, nil
 	}
+	traceCascade(ctx, w.self, w)
 	after, err := c.deleteAll(ctx, w.victims)
 	if err != nil {
 		return res, err
@@ -368,12 +393,17 @@ func (c *Collector) reconcile(ctx context.Context, uid string) (controller.Resul
 			}
 			if !empty {
 				// The graph has not seen everything in it yet.
+				trace.Exit(ctx, "the API still lists objects in the namespace: check again in %s", c.opts.ConfirmRetry)
 				res.RequeueAfter = c.opts.ConfirmRetry
 				return res, nil
 			}
 		}
+		trace.Action(ctx, "remove %s: nothing is left to wait for", api.FinalizerCascadeDeletion)
 		if err := c.removeFinalizer(ctx, w.self); err != nil {
 			return res, err
+		}
+		if w.self.HasOtherFinalizer() {
+			trace.Exit(ctx, "still held by %s", holds(w.self))
 		}
 	}
 	return res, nil

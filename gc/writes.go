@@ -302,15 +302,10 @@ func (c *Collector) modify(ctx context.Context, n Node, action string, change fu
 	}
 }
 
-// cached returns a private copy of n from its kind's informer, or nil.
+// cached returns a private copy of n from its kind's shared informer, or
+// nil.
 func (c *Collector) cached(n Node) *api.Object {
-	c.mu.Lock()
-	inf := c.informers[n.Kind]
-	c.mu.Unlock()
-	if inf == nil {
-		return nil
-	}
-	o, ok := inf.Get(n.Namespace, n.Name)
+	o, ok := c.factory.For(n.Kind).Get(n.Namespace, n.Name)
 	if !ok || o.UID != n.UID {
 		return nil
 	}

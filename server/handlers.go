@@ -47,6 +47,8 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request) {
 		s.serveObject(w, r, rt)
 	case targetAction:
 		s.serveAction(w, r, rt)
+	case targetTrace:
+		s.serveTrace(w, r, rt)
 	}
 }
 

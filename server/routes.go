@@ -18,6 +18,7 @@ const (
 	targetObject                   // .../{plural}/{name}
 	targetStatus                   // .../{plural}/{name}/status
 	targetAction                   // .../{plural}[/{name}]/{action}
+	targetTrace                    // .../{plural}/{name}/trace
 )
 
 // route is a parsed request path.
@@ -105,6 +106,8 @@ func (s *Server) scopedRoute(method, path string, k *registry.Kind, ns string, s
 		switch {
 		case segs[1] == "status":
 			rt.target = targetStatus
+		case segs[1] == traceSubresource && len(actionMethods(k, segs[1])) == 0:
+			rt.target = targetTrace
 		default:
 			a := findAction(k, segs[1], method, false)
 			if a == nil {
@@ -136,6 +139,8 @@ func (rt *route) methods() []string {
 		return []string{http.MethodGet, http.MethodPut, http.MethodPatch, http.MethodDelete}
 	case targetStatus:
 		return []string{http.MethodGet, http.MethodPut, http.MethodPatch}
+	case targetTrace:
+		return []string{http.MethodGet}
 	}
 	return nil
 }
@@ -204,6 +209,8 @@ func (rt *route) resourceLabel() string {
 		return "discovery"
 	case targetStatus:
 		return rt.kind.Plural + "/status"
+	case targetTrace:
+		return rt.kind.Plural + "/" + traceSubresource
 	case targetAction:
 		if rt.action.Name == "" {
 			return rt.kind.Plural

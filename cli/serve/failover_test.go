@@ -20,7 +20,8 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
-	"cairn.dev/cairn/leader"
+	"cairn.dev/cairn/lease"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store/storetest"
 )
@@ -232,7 +233,7 @@ func TestServer_LeaderKilled_FailoverToOtherServerFinishesCascade(t *testing.T) 
 }
 
 func testFailover(t *testing.T, bin string, dependents int, killAfterFirstDeletion bool) {
-	s, endpoint := storetest.Start(t)
+	_, endpoint := storetest.Start(t)
 	keyFile := filepath.Join(t.TempDir(), "shared.key")
 	if _, err := registry.LoadOrCreateKey(keyFile); err != nil {
 		t.Fatal(err)
@@ -244,7 +245,7 @@ func testFailover(t *testing.T, bin string, dependents int, killAfterFirstDeleti
 
 	var lead, survivor *serverProc
 	waitFor(t, failoverBound, "a leader", func() bool {
-		switch id, _ := leader.Current(ctx, s.Client(), "controllers"); id {
+		switch id, _ := lease.Current(ctx, a.client(t), manager.LeaseName); id {
 		case a.url:
 			lead, survivor = a, b
 		case b.url:
@@ -315,7 +316,7 @@ func testFailover(t *testing.T, bin string, dependents int, killAfterFirstDeleti
 	t.Logf("leader %s killed with %d of %d dependents remaining", lead.url, remaining, dependents)
 
 	waitFor(t, failoverBound, "the survivor to become leader", func() bool {
-		id, _ := leader.Current(ctx, s.Client(), "controllers")
+		id, _ := lease.Current(ctx, sc, manager.LeaseName)
 		return id == survivor.url
 	})
 	t.Logf("survivor %s leader %v after the kill (lease TTL %v)", survivor.url, time.Since(killed).Round(time.Millisecond), failoverTTL)

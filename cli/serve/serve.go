@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
 )
 
@@ -25,7 +26,7 @@ type flags struct {
 	dataDir            string
 	etcdEndpoints      []string
 	encryptionKeyFile  string
-	controllers        bool
+	controllers        string
 	compactionInterval time.Duration
 	bookmarkInterval   time.Duration
 	leaderTTL          time.Duration
@@ -64,7 +65,7 @@ cairn commands read.`,
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir(), "directory for the embedded etcd, the admin token and the encryption key")
 	fs.StringSliceVar(&f.etcdEndpoints, "etcd-endpoints", nil, "use this external etcd cluster (comma-separated URLs) instead of the embedded one")
 	fs.StringVar(&f.encryptionKeyFile, "encryption-key-file", "", "file with the secret-encryption key (default <data-dir>/encryption.key); every server on one etcd needs the same key")
-	fs.BoolVar(&f.controllers, "controllers", true, "run the controllers (in the elected leader); false serves the API only")
+	fs.StringVar(&f.controllers, "controllers", "true", "which controllers to run while this server leads them: true (all), false (serve the API only), or a list ("+strings.Join(controllers.Names(), ",")+")")
 	fs.DurationVar(&f.compactionInterval, "compaction-interval", 5*time.Minute, "compact store history older than this, this often")
 	fs.DurationVar(&f.bookmarkInterval, "bookmark-interval", 30*time.Second, "how often watches receive a BOOKMARK")
 	fs.DurationVar(&f.leaderTTL, "leader-ttl", 5*time.Second, "how long a dead leader blocks failover")
@@ -96,11 +97,18 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 			endpoints = append(endpoints, e)
 		}
 	}
+	if f.gcWorkers < 0 {
+		return fmt.Errorf("--gc-workers must not be negative, got %d", f.gcWorkers)
+	}
+	ctrls, err := controllers.Select(controllers.List(controllers.Config{GCWorkers: f.gcWorkers}), f.controllers)
+	if err != nil {
+		return fmt.Errorf("--controllers: %w", err)
+	}
 	d, err := daemon.Start(ctx, daemon.Options{
 		Listen: f.listen, DataDir: f.dataDir, EtcdEndpoints: endpoints,
 		EncryptionKeyFile: f.encryptionKeyFile, ClientConfigPath: cfgPath,
-		Controllers: f.controllers, CompactionInterval: f.compactionInterval,
-		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.leaderTTL, GCWorkers: f.gcWorkers,
+		Controllers: ctrls, CompactionInterval: f.compactionInterval,
+		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.leaderTTL,
 		Logger: log,
 	})
 	if err != nil {

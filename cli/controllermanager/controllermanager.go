@@ -1,0 +1,155 @@
+// Package controllermanager is the `cairn controller-manager` command: it
+// runs cairn's controllers as a separate process against any API server
+// (for instance `cairn server --controllers=false`), with leader election
+// on the API so that several can run and one acts.
+package controllermanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controllers"
+	"cairn.dev/cairn/manager"
+)
+
+type flags struct {
+	server      string
+	tokenFile   string
+	listen      string
+	controllers string
+	leaderTTL   time.Duration
+	gcWorkers   int
+	logLevel    string
+}
+
+// New returns the `cairn controller-manager` command.
+func New() *cobra.Command {
+	f := &flags{}
+	cmd := &cobra.Command{
+		Use:   "controller-manager",
+		Short: "Run cairn's controllers as a separate process against an API server",
+		Long: `Run cairn's controllers (` + strings.Join(controllers.Names(), ", ") + `) against the API server at
+--server, acting with the token in --token-file. Any number of controller
+managers (and cairn servers running controllers) may run: they elect one
+leader through the API, which runs the controllers; the others stand by and
+take over when it stops or dies.
+
+It serves /healthz, /readyz, /metrics and the traces of its controllers
+(which API servers forward 'cairn explain' requests to) on --listen;
+everything but the probes needs a bearer token the API server accepts.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), f, cmd.ErrOrStderr()) },
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.server, "server", "", "URL of the cairn API server (required)")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token the controllers act with (required; mode 0600)")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:7071", "address for health, metrics and traces")
+	fs.StringVar(&f.controllers, "controllers", "true", "which controllers to run: true (all) or a list ("+strings.Join(controllers.Names(), ",")+")")
+	fs.DurationVar(&f.leaderTTL, "leader-ttl", 5*time.Second, "how long a dead leader blocks failover")
+	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func run(ctx context.Context, f *flags, stderr io.Writer) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
+	}
+	switch {
+	case f.server == "":
+		return errors.New("--server is required: the URL of the cairn API server")
+	case f.tokenFile == "":
+		return errors.New("--token-file is required: a file holding the token the controllers act with")
+	case f.leaderTTL < time.Second:
+		return fmt.Errorf("--leader-ttl must be at least 1s, got %s", f.leaderTTL)
+	case f.gcWorkers < 0:
+		return fmt.Errorf("--gc-workers must not be negative, got %d", f.gcWorkers)
+	}
+	ctrls, err := controllers.Select(controllers.List(controllers.Config{GCWorkers: f.gcWorkers}), f.controllers)
+	if err != nil {
+		return fmt.Errorf("--controllers: %w", err)
+	}
+	if len(ctrls) == 0 {
+		return errors.New("--controllers selects no controller: a controller manager needs at least one")
+	}
+	token, err := readToken(f.tokenFile)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	c, err := client.NewHTTP(client.Config{Server: f.server, Token: token, TokenSource: "--token-file " + f.tokenFile})
+	if err != nil {
+		return fmt.Errorf("--server: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	l, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	url := "http://" + l.Addr().String()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m, err := manager.New(manager.Options{Client: c, Controllers: ctrls, Identity: url, LeaderElection: true,
+		LeaseDuration: f.leaderTTL, Logger: log, Metrics: reg})
+	if err != nil {
+		l.Close()
+		return err
+	}
+	hs := &http.Server{Handler: m.Handler(manager.HandlerOptions{Server: f.server, Metrics: reg}),
+		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(l) }()
+	log.Info("cairn controller-manager ready", "url", url, "server", f.server, "controllers", len(ctrls))
+	runErr := make(chan error, 1)
+	go func() { runErr <- m.Run(ctx) }()
+	select {
+	case err = <-serveErr:
+		err = fmt.Errorf("serve %s: %w", url, err)
+		stop()
+		<-runErr
+	case err = <-runErr:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	log.Info("cairn controller-manager stopped")
+	return err
+}
+
+// readToken reads a bearer token from path, refusing a file that other
+// users may read (it grants the controllers' rights).
+func readToken(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("--token-file %s is readable by other users (mode %04o): run 'chmod 600 %s'", path, st.Mode().Perm(), path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", fmt.Errorf("--token-file %s is empty", path)
+	}
+	return token, nil
+}

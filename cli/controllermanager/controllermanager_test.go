@@ -1,0 +1,180 @@
+package controllermanager_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cli/clitest"
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/lease"
+	"cairn.dev/cairn/manager"
+	"cairn.dev/cairn/server/servertest"
+)
+
+const leaderTTL = 2 * time.Second
+
+// startManager runs `cairn controller-manager` as a real process against
+// the API server at url.
+func startManager(t *testing.T, bin, url, tokenFile string) *clitest.Proc {
+	t.Helper()
+	cmd := exec.Command(bin, "controller-manager", "--server", url, "--token-file", tokenFile,
+		"--listen", "127.0.0.1:0", "--leader-ttl", leaderTTL.String())
+	return clitest.Start(t, cmd)
+}
+
+func writeToken(t *testing.T, token string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func adminClient(t *testing.T, srv *servertest.Server) client.Interface {
+	t.Helper()
+	c, err := client.NewHTTP(client.Config{Server: srv.URL, Token: srv.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestControllerManager_ActiveKilledMidCascade_StandbyFinishesIt runs two
+// controller managers against one pure API server (no controllers of its
+// own), deletes a namespace holding thousands of objects, SIGKILLs the
+// active manager once the cascade is under way, and checks that the other
+// one takes the lease and finishes the cascade.
+func TestControllerManager_ActiveKilledMidCascade_StandbyFinishesIt(t *testing.T) {
+	const objects = 4000
+	srv := servertest.Start(t)
+	c := adminClient(t, srv)
+	ctx := context.Background()
+	bin := clitest.BuildCairn(t)
+	tokenFile := writeToken(t, srv.Token)
+	procs := map[string]*clitest.Proc{}
+	for range 2 {
+		p := startManager(t, bin, srv.URL, tokenFile)
+		procs[p.URL] = p
+	}
+	var active string
+	testkit.Eventually(t, 30*time.Second, "one controller manager holds the lease", func() bool {
+		active, _ = lease.Current(ctx, c, manager.LeaseName)
+		return procs[active] != nil
+	})
+
+	if _, err := c.Create(ctx, testkit.Object(api.KindNamespace, "", "demo")); err != nil {
+		t.Fatal(err)
+	}
+	createMany(t, c, "demo", objects)
+	w, err := c.Watch(ctx, api.KindSecret, "demo", api.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, _, err := c.Delete(ctx, api.KindNamespace, "", "demo", api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := 0
+	for ev := range w.Events() {
+		if ev.Type == api.Deleted {
+			deleted++
+		}
+		if deleted == 50 {
+			break
+		}
+	}
+	procs[active].Kill(t)
+	l, err := c.List(ctx, api.KindSecret, "demo", api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Items) == 0 {
+		t.Fatalf("the cascade of %d objects finished before the active manager was killed: the test proves nothing", objects)
+	}
+	t.Logf("killed the active manager with %d of %d objects left", len(l.Items), objects)
+
+	var standby string
+	for u := range procs {
+		if u != active {
+			standby = u
+		}
+	}
+	testkit.Eventually(t, 60*time.Second, "the standby manager finishes the cascade", func() bool {
+		_, err := c.Get(ctx, api.KindNamespace, "", "demo")
+		return errors.Is(err, api.ErrNotFound)
+	})
+	if holder, err := lease.Current(ctx, c, manager.LeaseName); err != nil || holder != standby {
+		t.Fatalf("lease holder after failover: %q (%v), want the standby %s", holder, err, standby)
+	}
+	l, err = c.List(ctx, api.KindSecret, "demo", api.ListOptions{})
+	if err != nil || len(l.Items) != 0 {
+		t.Fatalf("objects left after the namespace went: %d (%v)", len(l.Items), err)
+	}
+}
+
+// createMany creates n Secrets in ns with 16 concurrent clients.
+func createMany(t *testing.T, c client.Interface, ns string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < n; i += 16 {
+				o := testkit.Object(api.KindSecret, ns, fmt.Sprintf("s-%05d", i))
+				o.SetField("stringData", json.RawMessage(`{"k":"v"}`))
+				if _, err := c.Create(context.Background(), o); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func TestControllerManager_BadSettingsAreClearErrors(t *testing.T) {
+	bin := clitest.BuildCairn(t)
+	loose := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(loose, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(loose, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tight := writeToken(t, "x")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no server", []string{"--token-file", tight}, "--server is required"},
+		{"no token file", []string{"--server", "http://127.0.0.1:1"}, "--token-file is required"},
+		{"token readable by others", []string{"--server", "http://127.0.0.1:1", "--token-file", loose}, "chmod 600"},
+		{"unknown controller", []string{"--server", "http://127.0.0.1:1", "--token-file", tight, "--controllers", "gc,nope"}, `unknown controller "nope"`},
+		{"no controller", []string{"--server", "http://127.0.0.1:1", "--token-file", tight, "--controllers", "false"}, "selects no controller"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := exec.Command(bin, append([]string{"controller-manager"}, tc.args...)...).CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("err %v, output %q, want it to say %q", err, out, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,71 @@
+// Package controllers is the list of every controller cairn runs: the one
+// place a new controller family is added (one entry in List), whether the
+// controllers run inside `cairn server` or in a `cairn controller-manager`
+// process.
+package controllers
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"cairn.dev/cairn/gc"
+	"cairn.dev/cairn/manager"
+)
+
+// Config holds the options of every controller, set from the flags of the
+// process that runs them. The zero value gives every controller its
+// defaults.
+type Config struct {
+	// GCWorkers is the number of concurrent garbage-collector workers.
+	GCWorkers int
+}
+
+// List returns every controller, configured by cfg, in the order they
+// start.
+func List(cfg Config) []manager.Controller {
+	return []manager.Controller{
+		{Name: "gc", Setup: func(t *manager.Term) error { return gc.Setup(t, gc.Options{Workers: cfg.GCWorkers}) }},
+	}
+}
+
+// Names returns the names of every controller, in order.
+func Names() []string {
+	var names []string
+	for _, c := range List(Config{}) {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// Select picks the controllers a --controllers value names: "true", "*" or
+// "all" for every one, "false", "none" or "" for none, otherwise a
+// comma-separated list of names. An unknown name is an error that lists
+// the known ones.
+func Select(all []manager.Controller, value string) ([]manager.Controller, error) {
+	switch strings.ToLower(strings.TrimSpace(value)) {
+	case "true", "*", "all":
+		return all, nil
+	case "false", "none", "":
+		return nil, nil
+	}
+	var out []manager.Controller
+	for _, name := range strings.Split(value, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		i := slices.IndexFunc(all, func(c manager.Controller) bool { return c.Name == name })
+		if i < 0 {
+			var known []string
+			for _, c := range all {
+				known = append(known, c.Name)
+			}
+			return nil, fmt.Errorf("unknown controller %q: the controllers are %s (or true/false)", name, strings.Join(known, ", "))
+		}
+		if !slices.ContainsFunc(out, func(c manager.Controller) bool { return c.Name == name }) {
+			out = append(out, all[i])
+		}
+	}
+	return out, nil
+}

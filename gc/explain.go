@@ -1,0 +1,134 @@
+package gc
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/trace"
+)
+
+// maxExplained bounds how many dependents one trace names in each group;
+// the rest are counted.
+const maxExplained = 10
+
+// holdNote says, for a deleting object that is waited for, what holds it:
+// its finalizers, and for a dependent that keeps a live owner, that owner.
+type holdNote struct {
+	node   Node
+	owners []string // live owners besides the deleting one, "Kind name"
+}
+
+// explanation is what a reconcile records in its trace, gathered from the
+// graph under the collector's lock.
+type explanation struct {
+	waits  []holdNote // deleting dependents still present
+	skips  []holdNote // dependents left to their controller
+	detach []holdNote // dependents that keep another live owner
+	total  int        // dependents of a deleting object
+}
+
+// explain gathers the trace notes of a cascade. The caller holds c.mu.
+func (c *Collector) explain(uid string, cs *Cascade) explanation {
+	var e explanation
+	note := func(du string) holdNote {
+		n, _ := c.graph.Node(du)
+		h := holdNote{node: n}
+		for _, o := range n.Owners {
+			if o.UID == uid {
+				continue
+			}
+			if on, ok := c.graph.Node(o.UID); ok && !on.Deleting {
+				h.owners = append(h.owners, on.Kind+" "+on.Name)
+			}
+		}
+		return h
+	}
+	for _, du := range cs.Wait {
+		e.waits = append(e.waits, note(du))
+	}
+	for _, du := range cs.Skip {
+		e.skips = append(e.skips, note(du))
+	}
+	for _, du := range cs.Detach {
+		e.detach = append(e.detach, note(du))
+	}
+	e.total = len(cs.Delete) + len(cs.Detach) + len(cs.Skip) + len(cs.Wait) + len(cs.InCycle)
+	return e
+}
+
+// traceCascade records the cascade of a deleting object: what is left and
+// what holds each remaining dependent.
+func traceCascade(ctx context.Context, self Node, w work) {
+	what := "dependents"
+	if self.Kind == NamespaceKind && self.Namespace == "" {
+		what = "objects in the namespace"
+	}
+	e := w.explain
+	if e.total == 0 {
+		trace.Check(ctx, "deleting, and no %s are left", what)
+		return
+	}
+	trace.Check(ctx, "deleting: %d %s left (%d to delete, %d waited for, %d left to their controller, %d to detach)",
+		e.total, what, len(w.victims), len(e.waits), len(e.skips), len(e.detach))
+	for i, v := range w.victims {
+		if i == maxExplained {
+			trace.Action(ctx, "… and %d more deleted", len(w.victims)-maxExplained)
+			break
+		}
+		trace.Action(ctx, "delete %s", v.Node)
+	}
+	for i, h := range e.detach {
+		if i == maxExplained {
+			trace.Action(ctx, "… and %d more detached", len(e.detach)-maxExplained)
+			break
+		}
+		trace.Action(ctx, "detach %s: it keeps its live owner %s", h.node, strings.Join(h.owners, ", "))
+	}
+	for i, h := range e.skips {
+		if i == maxExplained {
+			trace.Exit(ctx, "… and %d more left to their controllers", len(e.skips)-maxExplained)
+			break
+		}
+		ref := h.node.controllerRef()
+		trace.Exit(ctx, "waits for %s: its controller owner %s %s deletes it in its own order", h.node, ref.Kind, ref.Name)
+	}
+	for i, h := range e.waits {
+		if i == maxExplained {
+			trace.Exit(ctx, "… and %d more already deleting", len(e.waits)-maxExplained)
+			break
+		}
+		trace.Exit(ctx, "waits for %s: %s", h.node, holds(h.node))
+	}
+}
+
+// holds says what keeps a deleting object from going away.
+func holds(n Node) string {
+	var others []string
+	for _, f := range n.Finalizers {
+		if f != api.FinalizerCascadeDeletion {
+			others = append(others, f)
+		}
+	}
+	switch {
+	case len(others) > 0 && n.HasFinalizer(api.FinalizerCascadeDeletion):
+		return fmt.Sprintf("it is deleting; finalizer %s (not the collector's) holds it, and its own dependents go first",
+			strings.Join(others, ", "))
+	case len(others) > 0:
+		return fmt.Sprintf("it is deleting; finalizer %s holds it until the controller that set it removes it",
+			strings.Join(others, ", "))
+	default:
+		return "it is deleting; its own dependents go first"
+	}
+}
+
+// controllerRef returns the node's controller owner reference (zero when
+// it has none).
+func (n Node) controllerRef() api.OwnerReference {
+	if i := slices.IndexFunc(n.Owners, func(o api.OwnerReference) bool { return o.Controller }); i >= 0 {
+		return n.Owners[i]
+	}
+	return api.OwnerReference{}
+}
