@@ -72,9 +72,8 @@ func (e *elector) tryAcquire(ctx context.Context) (*term, error) {
 	seen := time.Now() // after the read: no earlier than the write it saw
 	if errors.Is(err, api.ErrNotFound) {
 		start := time.Now()
-		l := &api.Lease{ObjectMeta: api.ObjectMeta{Name: e.opts.Name}}
-		l.Spec = e.claim(l.Spec)
-		l.Spec.LeaseTransitions = 0
+		l := &api.Lease{ObjectMeta: api.ObjectMeta{Name: e.opts.Name}, Spec: e.claim(api.LeaseSpec{})}
+		l.Spec.LeaseTransitions = 0 // the first holder
 		created, err := e.leases.Create(ctx, l)
 		if errors.Is(err, api.ErrAlreadyExists) {
 			return nil, nil
@@ -111,12 +110,15 @@ func (e *elector) claim(spec api.LeaseSpec) api.LeaseSpec {
 	now := e.now()
 	return api.LeaseSpec{
 		HolderIdentity:       e.opts.Identity,
-		LeaseDurationSeconds: int(math.Ceil(e.opts.Duration.Seconds())),
+		LeaseDurationSeconds: e.seconds(),
 		AcquireTime:          now,
 		RenewTime:            now,
 		LeaseTransitions:     spec.LeaseTransitions + 1,
 	}
 }
+
+// seconds is the lease duration as written: whole seconds, rounded up.
+func (e *elector) seconds() int { return int(math.Ceil(e.opts.Duration.Seconds())) }
 
 // now is the wall time written into the record, in UTC with microsecond
 // precision.
@@ -211,7 +213,7 @@ func (e *elector) write(ctx context.Context, t *term, holder string) error {
 	for attempt := 0; ; attempt++ {
 		next := *t.rec
 		next.Spec.HolderIdentity = holder
-		next.Spec.LeaseDurationSeconds = int(math.Ceil(e.opts.Duration.Seconds()))
+		next.Spec.LeaseDurationSeconds = e.seconds()
 		next.Spec.RenewTime = e.now()
 		updated, err := e.leases.Update(ctx, &next)
 		if err == nil {

@@ -48,6 +48,9 @@ import (
 // DefaultDuration is the lease duration when Options.Duration is unset.
 const DefaultDuration = 5 * time.Second
 
+// maxIdentityBytes is the longest holderIdentity the API accepts.
+const maxIdentityBytes = 1 << 10
+
 // ErrInvalidOptions is returned by Run, at once, for options that cannot
 // give a safe election (see Options).
 var ErrInvalidOptions = errors.New("lease: invalid options")
@@ -58,7 +61,8 @@ type Options struct {
 	// Name of the Lease; candidates with the same name compete. Required.
 	Name string
 	// Identity of this candidate, written as the Lease's holderIdentity:
-	// its URL, where it serves its traces and metrics. Required.
+	// its URL, where it serves its traces and metrics. Required, at most
+	// 1 KiB.
 	Identity string
 	// Duration is how long other candidates wait, after they last saw the
 	// Lease change, before they take it over from a silent holder. It is
@@ -98,8 +102,8 @@ func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.Name == "":
 		return o, fmt.Errorf("%w: a lease name is required", ErrInvalidOptions)
-	case o.Identity == "":
-		return o, fmt.Errorf("%w: an identity is required", ErrInvalidOptions)
+	case o.Identity == "" || len(o.Identity) > maxIdentityBytes:
+		return o, fmt.Errorf("%w: an identity of 1 to %d bytes is required", ErrInvalidOptions, maxIdentityBytes)
 	case o.Duration < 0 || o.RenewDeadline <= 0 || o.RetryPeriod <= 0:
 		return o, fmt.Errorf("%w: durations must be positive", ErrInvalidOptions)
 	case o.RenewDeadline >= o.Duration:

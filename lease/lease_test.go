@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,6 +173,7 @@ func TestRun_RejectsUnsafeOptions(t *testing.T) {
 	}{
 		{"no name", func(o *lease.Options) { o.Name = "" }},
 		{"no identity", func(o *lease.Options) { o.Identity = "" }},
+		{"identity over 1 KiB", func(o *lease.Options) { o.Identity = "http://" + strings.Repeat("a", 1024) }},
 		{"negative duration", func(o *lease.Options) { o.Duration = -time.Second }},
 		{"renew deadline not below the duration", func(o *lease.Options) { o.Duration, o.RenewDeadline = 2*time.Second, 2*time.Second }},
 		{"retry period not below the renew deadline", func(o *lease.Options) { o.RenewDeadline, o.RetryPeriod = time.Second, time.Second }},
