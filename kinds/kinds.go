@@ -10,5 +10,6 @@ func All() []registry.Kind {
 	return []registry.Kind{
 		Namespace(),
 		Secret(),
+		Lease(),
 	}
 }

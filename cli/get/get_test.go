@@ -136,7 +136,7 @@ func TestGet_Errors(t *testing.T) {
 		want string
 		out  string
 	}{
-		{"unknown kind", []string{"get", "gadgets"}, `unknown kind "gadgets": the server serves Namespace (ns), Secret`, ""},
+		{"unknown kind", []string{"get", "gadgets"}, `unknown kind "gadgets": the server serves Lease, Namespace (ns), Secret`, ""},
 		{"missing object after found ones", []string{"get", "secret", "db", "nope"}, `"nope" not found`, "db "},
 		{"bad output", []string{"get", "secrets", "-o", "xml"}, `unknown output format "xml"`, ""},
 		{"bad selector", []string{"get", "secrets", "-l", "a in (b"}, "Error: ", ""},

@@ -1,0 +1,263 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+)
+
+// errLost reports that the Lease is no longer this candidate's: another
+// took it over, or it was deleted.
+var errLost = errors.New("lease: taken by another candidate or deleted")
+
+// elector is one candidate's state across its terms.
+type elector struct {
+	leases client.Typed[*api.Lease]
+	opts   Options
+	log    *slog.Logger
+
+	// observed is the record this candidate last read while campaigning,
+	// and observedAt when (monotonic clock) it first saw that record's
+	// resourceVersion.
+	observed   *api.Lease
+	observedAt time.Time
+	// failing is set while the API fails, to log a failure streak once.
+	failing bool
+}
+
+// term is one period of holding the Lease.
+type term struct {
+	// rec is the record as last written (or confirmed) by this holder.
+	rec *api.Lease
+	// renewed is when the request of the last confirmed write started.
+	renewed time.Time
+}
+
+// campaign tries to acquire the Lease every RetryPeriod until it succeeds
+// (it returns the term) or ctx is done (it returns nil).
+func (e *elector) campaign(ctx context.Context) *term {
+	e.observed = nil // observe afresh: never inherit a time from an earlier term
+	for {
+		actx, cancel := context.WithTimeout(ctx, e.opts.RenewDeadline)
+		t, err := e.tryAcquire(actx)
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		e.report(err)
+		if t != nil {
+			e.log.Info("elected leader", "transitions", t.rec.Spec.LeaseTransitions)
+			return t
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(e.opts.RetryPeriod):
+		}
+	}
+}
+
+// tryAcquire reads the Lease and acquires it when it is missing, released,
+// or unchanged for a full lease duration since this candidate first saw its
+// current resourceVersion. It returns nil and no error when the Lease is
+// held, or when another candidate wrote first (a Conflict).
+func (e *elector) tryAcquire(ctx context.Context) (*term, error) {
+	cur, err := e.leases.Get(ctx, "", e.opts.Name)
+	seen := time.Now() // after the read: no earlier than the write it saw
+	if errors.Is(err, api.ErrNotFound) {
+		start := time.Now()
+		l := &api.Lease{ObjectMeta: api.ObjectMeta{Name: e.opts.Name}, Spec: e.claim(api.LeaseSpec{})}
+		l.Spec.LeaseTransitions = 0 // the first holder
+		created, err := e.leases.Create(ctx, l)
+		if errors.Is(err, api.ErrAlreadyExists) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lease: create %q: %w", e.opts.Name, err)
+		}
+		return &term{rec: created, renewed: start}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lease: read %q: %w", e.opts.Name, err)
+	}
+	if e.observed == nil || e.observed.ResourceVersion != cur.ResourceVersion {
+		e.observed, e.observedAt = cur, seen
+	}
+	if cur.Spec.HolderIdentity != "" && time.Since(e.observedAt) < recordDuration(cur, e.opts.Duration) {
+		return nil, nil // held, and not silent for long enough
+	}
+	next := *cur
+	next.Spec = e.claim(cur.Spec)
+	start := time.Now()
+	updated, err := e.leases.Update(ctx, &next)
+	if errors.Is(err, api.ErrConflict) || errors.Is(err, api.ErrNotFound) {
+		return nil, nil // someone else moved: read again next round
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lease: acquire %q: %w", e.opts.Name, err)
+	}
+	return &term{rec: updated, renewed: start}, nil
+}
+
+// claim returns spec taken over by this candidate.
+func (e *elector) claim(spec api.LeaseSpec) api.LeaseSpec {
+	now := e.now()
+	return api.LeaseSpec{
+		HolderIdentity:       e.opts.Identity,
+		LeaseDurationSeconds: e.seconds(),
+		AcquireTime:          now,
+		RenewTime:            now,
+		LeaseTransitions:     spec.LeaseTransitions + 1,
+	}
+}
+
+// seconds is the lease duration as written: whole seconds, rounded up.
+func (e *elector) seconds() int { return int(math.Ceil(e.opts.Duration.Seconds())) }
+
+// now is the wall time written into the record, in UTC with microsecond
+// precision.
+func (e *elector) now() time.Time {
+	return e.opts.Now().UTC().Truncate(time.Microsecond)
+}
+
+// hold runs lead for term t and renews the Lease every RetryPeriod until
+// ctx is done, lead returns, or leadership is lost. It cancels lead's
+// context once RenewDeadline has passed since the last confirmed renewal,
+// whatever the renewal requests are doing, and returns after lead has
+// returned: true when lead returned by itself.
+func (e *elector) hold(ctx context.Context, t *term, lead func(ctx context.Context)) bool {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	deadline := time.AfterFunc(time.Until(t.renewed.Add(e.opts.RenewDeadline)), cancel)
+	defer deadline.Stop()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		lead(lctx)
+	}()
+	tick := time.NewTicker(e.opts.RetryPeriod)
+	defer tick.Stop()
+	var lost error
+renew:
+	for lost == nil {
+		select {
+		case <-done:
+			break renew
+		case <-lctx.Done():
+			break renew
+		case <-tick.C:
+		}
+		start := time.Now()
+		rctx, rcancel := context.WithDeadline(lctx, t.renewed.Add(e.opts.RenewDeadline))
+		err := e.write(rctx, t, e.opts.Identity)
+		rcancel()
+		switch {
+		case err == nil:
+			if deadline.Stop() { // else it fired while the renewal was in flight
+				t.renewed = start
+				deadline.Reset(time.Until(start.Add(e.opts.RenewDeadline)))
+			}
+		case errors.Is(err, errLost):
+			lost = err
+		case lctx.Err() == nil:
+			e.log.Warn("lease renewal failed; retrying", "err", err)
+		}
+	}
+	// Why the term ends, decided before cancel() blurs it.
+	returned := false
+	switch {
+	case ctx.Err() != nil:
+		e.log.Info("stepping down", "reason", "the context ended")
+	case lost != nil:
+		e.log.Warn("leadership lost", "reason", lost)
+	case lctx.Err() != nil:
+		e.log.Warn("leadership lost", "reason", "no renewal confirmed within the renew deadline")
+	default:
+		returned = true
+		e.log.Warn("stepping down", "reason", "the lead function returned")
+	}
+	cancel()
+	<-done
+	return returned
+}
+
+// release clears the holder of the Lease so that another candidate takes
+// over at once. It is called after lead has returned, whether or not
+// leadership was lost: a Lease already taken over fails the
+// compare-and-swap and is left alone. It gives up after RenewDeadline.
+func (e *elector) release(t *term) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.opts.RenewDeadline)
+	defer cancel()
+	err := e.write(ctx, t, "")
+	switch {
+	case err == nil:
+		e.log.Info("released the lease")
+	case errors.Is(err, errLost):
+	default:
+		e.log.Warn("could not release the lease; the others take over when it expires", "err", err)
+	}
+}
+
+// write renews the Lease of term t with holder e.opts.Identity, or releases
+// it with holder "", by a compare-and-swap on the last record t wrote. On a
+// Conflict it reads the Lease again: a record still of this term (a write
+// whose answer was lost) is adopted and written again; any other is
+// errLost, as is a missing Lease. Other errors are returned wrapped.
+func (e *elector) write(ctx context.Context, t *term, holder string) error {
+	for attempt := 0; ; attempt++ {
+		next := *t.rec
+		next.Spec.HolderIdentity = holder
+		next.Spec.LeaseDurationSeconds = e.seconds()
+		next.Spec.RenewTime = e.now()
+		updated, err := e.leases.Update(ctx, &next)
+		if err == nil {
+			t.rec = updated
+			return nil
+		}
+		if errors.Is(err, api.ErrNotFound) {
+			return errLost
+		}
+		if !errors.Is(err, api.ErrConflict) || attempt > 0 {
+			return fmt.Errorf("lease: write %q: %w", e.opts.Name, err)
+		}
+		cur, err := e.leases.Get(ctx, "", e.opts.Name)
+		if errors.Is(err, api.ErrNotFound) {
+			return errLost
+		}
+		if err != nil {
+			return fmt.Errorf("lease: read %q: %w", e.opts.Name, err)
+		}
+		if !sameTerm(cur.Spec, t.rec.Spec) {
+			return errLost
+		}
+		t.rec = cur
+	}
+}
+
+// sameTerm reports whether record a belongs to the same term as b: same
+// holder, acquired at the same time, after the same number of transitions.
+func sameTerm(a, b api.LeaseSpec) bool {
+	return a.HolderIdentity != "" && a.HolderIdentity == b.HolderIdentity &&
+		a.AcquireTime.Equal(b.AcquireTime) && a.LeaseTransitions == b.LeaseTransitions
+}
+
+// report logs API failures while campaigning: the first of a streak as a
+// warning, the rest at debug level, and the recovery.
+func (e *elector) report(err error) {
+	switch {
+	case err != nil && !e.failing:
+		e.failing = true
+		e.log.Warn("cannot reach the lease; retrying", "err", err)
+	case err != nil:
+		e.log.Debug("cannot reach the lease; retrying", "err", err)
+	case e.failing:
+		e.failing = false
+		e.log.Info("the lease is reachable again")
+	}
+}
