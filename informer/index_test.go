@@ -1,6 +1,7 @@
 package informer_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -288,5 +289,39 @@ func TestIndexFuncs_IndexOwnersAndNamespace(t *testing.T) {
 				t.Errorf("IndexNamespace = %v, want %v", got, tt.ns)
 			}
 		})
+	}
+}
+
+func TestInformer_IndexAddedWhileChangesFlowMatchesTheCache(t *testing.T) {
+	srv := startWithWidgets(t)
+	c := client.NewLocal(srv.Registry)
+	inf := informer.New(c, testkit.KindWidget, "default", informer.Options{})
+	run(t, inf)
+
+	const widgets = 40
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := range widgets {
+			name := fmt.Sprintf("w%02d", n)
+			if _, err := c.Create(context.Background(), testkit.Widget("default", name, refs(fmt.Sprint(n%3)))); err != nil {
+				t.Errorf("create %s: %v", name, err)
+				return
+			}
+		}
+	}()
+	testkit.Eventually(t, waitTimeout, "some widgets cached", func() bool { return inf.Len() >= widgets/4 })
+	if err := inf.AddIndex(refsIndex, indexRefs); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	testkit.Eventually(t, waitTimeout, "every widget cached", func() bool { return inf.Len() == widgets })
+	got, err := readIndexes(inf, refsIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := scanIndexes(inf, map[string]informer.IndexFunc{refsIndex: indexRefs})
+	if !equalStates(got, want) || len(got[refsIndex]["0"]) != (widgets+2)/3 {
+		t.Errorf("index %v, want %v (a scan of the cache)", got, want)
 	}
 }

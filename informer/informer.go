@@ -91,8 +91,9 @@ type Options struct {
 }
 
 // Informer caches the objects of one kind in one namespace (or all). Build
-// it with New, register handlers, then Run it. Its methods are safe for
-// concurrent use.
+// it with New (or get the shared one of a kind from a Factory), register
+// handlers and indexes, then Run it. Its methods are safe for concurrent
+// use.
 type Informer struct {
 	c    client.Interface
 	kind string
