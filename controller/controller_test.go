@@ -7,13 +7,24 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/workqueue"
 
 	"cairn.dev/cairn/controller"
+	"cairn.dev/cairn/internal/testkit"
 )
+
+// Tests that show that something does not happen (no retry, no requeue)
+// run in a synctest bubble: the work queue's delays run on the bubble's
+// fake clock, so a test can let hours pass in no time and then count, and
+// delays are exact.
+
+// quiet is how long a test lets pass, on the fake clock, to show that
+// nothing more happens: far beyond every backoff and delay it configures.
+const quiet = time.Hour
 
 // start runs c until the test ends and fails the test if Run does not
 // return after cancellation.
@@ -37,7 +48,8 @@ func start(t *testing.T, c *controller.Controller) context.CancelFunc {
 }
 
 // recorder is a Reconciler that records the time of every call and answers
-// with the function given.
+// with the function given. In a synctest bubble, build it inside the
+// bubble.
 type recorder struct {
 	mu    sync.Mutex
 	calls []time.Time
@@ -86,57 +98,63 @@ func (r *recorder) count() int {
 }
 
 func TestController_RetriesWithBackoffUntilSuccess(t *testing.T) {
-	const base = 20 * time.Millisecond
-	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, time.Second)
-	r := newRecorder(func(n int) (controller.Result, error) {
-		if n <= 3 {
-			return controller.Result{}, fmt.Errorf("attempt %d failed", n)
-		}
-		return controller.Result{}, nil
-	})
-	c := controller.New("retry", r, controller.Options{RateLimiter: limiter})
-	c.Enqueue("ns/a")
-	start(t, c)
+	synctest.Test(t, func(t *testing.T) {
+		const base = 20 * time.Millisecond
+		limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, time.Second)
+		r := newRecorder(func(n int) (controller.Result, error) {
+			if n <= 3 {
+				return controller.Result{}, fmt.Errorf("attempt %d failed", n)
+			}
+			return controller.Result{}, nil
+		})
+		c := controller.New("retry", r, controller.Options{RateLimiter: limiter})
+		c.Enqueue("ns/a")
+		start(t, c)
 
-	calls := r.waitCalls(t, 4)
-	// The backoff doubles: at least base, 2*base, 4*base between attempts.
-	for i := 1; i < 4; i++ {
-		gap := calls[i].Sub(calls[i-1])
-		want := base << (i - 1)
-		if gap < want {
-			t.Errorf("gap before attempt %d = %v, want >= %v", i+1, gap, want)
+		calls := r.waitCalls(t, 4)
+		// The backoff doubles: base, 2*base, 4*base between attempts (exact
+		// on the fake clock).
+		for i := 1; i < 4; i++ {
+			gap := calls[i].Sub(calls[i-1])
+			if want := base << (i - 1); gap != want {
+				t.Errorf("gap before attempt %d = %v, want %v", i+1, gap, want)
+			}
 		}
-	}
-	// Success forgets the failure history, and nothing is retried after it.
-	if n := limiter.NumRequeues("ns/a"); n != 0 {
-		t.Errorf("NumRequeues after success = %d, want 0 (Forget not called)", n)
-	}
-	time.Sleep(8 * base)
-	if n := r.count(); n != 4 {
-		t.Errorf("reconciled %d times, want 4 (no retry after success)", n)
-	}
+		// Success forgets the failure history, and nothing is retried after it.
+		if n := limiter.NumRequeues("ns/a"); n != 0 {
+			t.Errorf("NumRequeues after success = %d, want 0 (Forget not called)", n)
+		}
+		time.Sleep(quiet)
+		synctest.Wait()
+		if n := r.count(); n != 4 {
+			t.Errorf("reconciled %d times, want 4 (no retry after success)", n)
+		}
+	})
 }
 
 func TestController_RequeueAfterReconcilesAgainAfterDelay(t *testing.T) {
-	const delay = 150 * time.Millisecond
-	r := newRecorder(func(n int) (controller.Result, error) {
-		if n == 1 {
-			return controller.Result{RequeueAfter: delay}, nil
-		}
-		return controller.Result{}, nil
-	})
-	c := controller.New("requeue", r, controller.Options{})
-	c.Enqueue("a")
-	start(t, c)
+	synctest.Test(t, func(t *testing.T) {
+		const delay = 150 * time.Millisecond
+		r := newRecorder(func(n int) (controller.Result, error) {
+			if n == 1 {
+				return controller.Result{RequeueAfter: delay}, nil
+			}
+			return controller.Result{}, nil
+		})
+		c := controller.New("requeue", r, controller.Options{})
+		c.Enqueue("a")
+		start(t, c)
 
-	calls := r.waitCalls(t, 2)
-	if gap := calls[1].Sub(calls[0]); gap < delay {
-		t.Errorf("requeued after %v, want >= %v", gap, delay)
-	}
-	time.Sleep(2 * delay)
-	if n := r.count(); n != 2 {
-		t.Errorf("reconciled %d times, want 2 (Result{} must not requeue)", n)
-	}
+		calls := r.waitCalls(t, 2)
+		if gap := calls[1].Sub(calls[0]); gap != delay {
+			t.Errorf("requeued after %v, want %v", gap, delay)
+		}
+		time.Sleep(quiet)
+		synctest.Wait()
+		if n := r.count(); n != 2 {
+			t.Errorf("reconciled %d times, want 2 (Result{} must not requeue)", n)
+		}
+	})
 }
 
 func TestController_TerminalErrorIsNotRetried(t *testing.T) {
@@ -153,23 +171,26 @@ func TestController_TerminalErrorIsNotRetried(t *testing.T) {
 			if !controller.IsTerminal(tt.err) || !errors.Is(tt.err, boom) {
 				t.Fatalf("IsTerminal=%v errors.Is=%v, want both true", controller.IsTerminal(tt.err), errors.Is(tt.err, boom))
 			}
-			limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, 10*time.Millisecond)
-			r := newRecorder(func(int) (controller.Result, error) { return controller.Result{}, tt.err })
-			c := controller.New("terminal", r, controller.Options{RateLimiter: limiter})
-			c.Enqueue("a")
-			start(t, c)
+			synctest.Test(t, func(t *testing.T) {
+				limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, 10*time.Millisecond)
+				r := newRecorder(func(int) (controller.Result, error) { return controller.Result{}, tt.err })
+				c := controller.New("terminal", r, controller.Options{RateLimiter: limiter})
+				c.Enqueue("a")
+				start(t, c)
 
-			r.waitCalls(t, 1)
-			time.Sleep(200 * time.Millisecond) // many backoff periods
-			if n := r.count(); n != 1 {
-				t.Fatalf("reconciled %d times, want 1 (terminal errors are not retried)", n)
-			}
-			if n := limiter.NumRequeues("a"); n != 0 {
-				t.Errorf("NumRequeues = %d, want 0", n)
-			}
-			// A new event still reconciles the key.
-			c.Enqueue("a")
-			r.waitCalls(t, 2)
+				r.waitCalls(t, 1)
+				time.Sleep(quiet) // many backoff periods
+				synctest.Wait()
+				if n := r.count(); n != 1 {
+					t.Fatalf("reconciled %d times, want 1 (terminal errors are not retried)", n)
+				}
+				if n := limiter.NumRequeues("a"); n != 0 {
+					t.Errorf("NumRequeues = %d, want 0", n)
+				}
+				// A new event still reconciles the key.
+				c.Enqueue("a")
+				r.waitCalls(t, 2)
+			})
 		})
 	}
 	if controller.IsTerminal(boom) || controller.Terminal(nil) != nil {
@@ -221,13 +242,7 @@ func TestController_NeverReconcilesOneKeyConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Len() > 0 || total.Load() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("queue did not drain: len %d", c.Len())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, "the queue to drain", func() bool { return c.Len() == 0 && total.Load() == 0 })
 	if n := overlaps.Load(); n != 0 {
 		t.Errorf("a key was reconciled by two workers at once %d times", n)
 	}
@@ -240,40 +255,40 @@ func TestController_NeverReconcilesOneKeyConcurrently(t *testing.T) {
 }
 
 func TestController_RunReturnsOnCancelAfterWorkersFinish(t *testing.T) {
-	var finished atomic.Bool
-	entered := make(chan struct{})
-	r := controller.ReconcilerFunc(func(ctx context.Context, _ string) (controller.Result, error) {
-		close(entered)
-		<-ctx.Done()
-		time.Sleep(20 * time.Millisecond) // cleanup after cancellation
-		finished.Store(true)
-		return controller.Result{}, ctx.Err()
-	})
-	c := controller.New("cancel", r, controller.Options{Workers: 2})
-	c.Enqueue("a")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	<-entered
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
+	synctest.Test(t, func(t *testing.T) {
+		entered := make(chan struct{})
+		cleanup := make(chan struct{}) // closed by the test: the reconcile's cleanup is over
+		r := controller.ReconcilerFunc(func(ctx context.Context, _ string) (controller.Result, error) {
+			close(entered)
+			<-ctx.Done()
+			<-cleanup // cleanup after cancellation, for as long as the test says
+			return controller.Result{}, ctx.Err()
+		})
+		c := controller.New("cancel", r, controller.Options{Workers: 2})
+		c.Enqueue("a")
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- c.Run(ctx) }()
+		<-entered
+		cancel()
+		synctest.Wait() // Run has seen the cancellation and is as far as it gets
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned (%v) while a reconcile was still cleaning up", err)
+		default:
+		}
+		close(cleanup)
+		if err := <-done; err != nil {
 			t.Fatalf("Run = %v, want nil", err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after cancel")
-	}
-	if !finished.Load() {
-		t.Error("Run returned before the running reconcile finished")
-	}
-	c.Enqueue("b")
-	if n := c.Len(); n != 0 {
-		t.Errorf("Len after stop = %d, want 0 (adds ignored after shutdown)", n)
-	}
-	if err := c.Run(context.Background()); err == nil {
-		t.Error("second Run succeeded, want an error")
-	}
+		c.Enqueue("b")
+		if n := c.Len(); n != 0 {
+			t.Errorf("Len after stop = %d, want 0 (adds ignored after shutdown)", n)
+		}
+		if err := c.Run(context.Background()); err == nil {
+			t.Error("second Run succeeded, want an error")
+		}
+	})
 }
 
 func TestController_PanicIsRetried(t *testing.T) {

@@ -2,7 +2,7 @@ package controller_test
 
 import (
 	"context"
-	"path/filepath"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -11,30 +11,15 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/informer"
-	"cairn.dev/cairn/kinds"
-	"cairn.dev/cairn/registry"
-	"cairn.dev/cairn/store/storetest"
+	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/server/servertest"
 )
 
-// localClient is an in-process client over a registry on a real embedded
-// etcd: controllers need no HTTP server.
+// localClient is an in-process client over the registry of a real test
+// server (embedded etcd): controllers need no HTTP.
 func localClient(t *testing.T) client.Interface {
 	t.Helper()
-	s, _ := storetest.Start(t)
-	enc, err := registry.LoadOrCreateKey(filepath.Join(t.TempDir(), "key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := registry.New(s, registry.Options{Kinds: kinds.All(), Encryption: enc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := reg.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return client.NewLocal(reg)
+	return client.NewLocal(servertest.Start(t).Registry)
 }
 
 // keySet records reconciled keys.
@@ -50,29 +35,23 @@ func (k *keySet) Reconcile(_ context.Context, key string) (controller.Result, er
 	return controller.Result{}, nil
 }
 
+func (k *keySet) count(key string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.keys[key]
+}
+
+// wait waits until key has been reconciled at least n times.
 func (k *keySet) wait(t *testing.T, key string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		k.mu.Lock()
-		got := k.keys[key]
-		k.mu.Unlock()
-		if got >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s reconciled %d times, want >= %d", key, got, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 20*time.Second, fmt.Sprintf("%d reconciles of %s", n, key), func() bool { return k.count(key) >= n })
 }
 
 func TestEnqueueFromInformer_ReconcilesChangedObjectsAndOwners(t *testing.T) {
 	c := localClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	owner, err := c.Create(ctx, &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"},
-		ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "owner"}})
+	owner, err := c.Create(ctx, testkit.Secret("default", "owner", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +60,9 @@ func TestEnqueueFromInformer_ReconcilesChangedObjectsAndOwners(t *testing.T) {
 	owners := &keySet{keys: map[string]int{}}
 	objCtrl := controller.New("objects", objects, controller.Options{})
 	ownerCtrl := controller.New("owners", owners, controller.Options{})
-	inf := informer.New(c, "Secret", "default", informer.Options{})
+	inf := informer.New(c, api.KindSecret, "default", informer.Options{})
 	controller.EnqueueFromInformer(inf, objCtrl, nil)
-	controller.EnqueueFromInformer(inf, ownerCtrl, controller.ControllerOwnerKey("Secret"))
+	controller.EnqueueFromInformer(inf, ownerCtrl, controller.ControllerOwnerKey(api.KindSecret))
 	infDone := make(chan struct{})
 	go func() {
 		defer close(infDone)
@@ -94,23 +73,18 @@ func TestEnqueueFromInformer_ReconcilesChangedObjectsAndOwners(t *testing.T) {
 	start(t, ownerCtrl)
 
 	objects.wait(t, "default/owner", 1) // from the initial list
-	dep := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"},
-		ObjectMeta: api.ObjectMeta{Namespace: "default", Name: "dep", OwnerReferences: []api.OwnerReference{
-			{APIVersion: api.APIVersion, Kind: "Secret", Name: "owner", UID: owner.UID, Controller: true}}}}
-	if _, err := c.Create(ctx, dep); err != nil {
+	if _, err := c.Create(ctx, testkit.Secret("default", "dep", nil, testkit.ControlledBy(owner))); err != nil {
 		t.Fatal(err)
 	}
 	objects.wait(t, "default/dep", 1)
 	owners.wait(t, "default/owner", 1)
-	if _, _, err := c.Delete(ctx, "Secret", "default", "dep", api.DeleteOptions{Force: true}); err != nil {
+	if _, _, err := c.Delete(ctx, api.KindSecret, "default", "dep", api.DeleteOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	objects.wait(t, "default/dep", 2)
 	owners.wait(t, "default/owner", 2)
 
-	owners.mu.Lock()
-	defer owners.mu.Unlock()
-	if n := owners.keys["default/dep"]; n != 0 {
+	if n := owners.count("default/dep"); n != 0 {
 		t.Errorf("owner controller reconciled the dependent's own key %d times", n)
 	}
 }

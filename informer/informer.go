@@ -10,6 +10,10 @@
 // new ones as additions. Every ResyncPeriod it re-delivers every cached
 // object as an update with old == new, so level-based controllers get to
 // look at everything again.
+//
+// Named indexes (AddIndex, ByIndex) find cached objects by a computed value,
+// such as the dependents of an owner, without scanning the cache. A Factory
+// shares one informer per kind among every controller of a process.
 package informer
 
 import (
@@ -87,8 +91,9 @@ type Options struct {
 }
 
 // Informer caches the objects of one kind in one namespace (or all). Build
-// it with New, register handlers, then Run it. Its methods are safe for
-// concurrent use.
+// it with New (or get the shared one of a kind from a Factory), register
+// handlers and indexes, then Run it. Its methods are safe for concurrent
+// use.
 type Informer struct {
 	c    client.Interface
 	kind string
@@ -102,9 +107,10 @@ type Informer struct {
 	hmu      sync.Mutex
 	handlers []Handler
 
-	mu    sync.RWMutex
-	items map[string]*api.Object // by api.Key(namespace, name)
-	rv    string                 // last resourceVersion applied
+	mu      sync.RWMutex
+	items   map[string]*api.Object // by api.Key(namespace, name)
+	indexes map[string]*index      // by name; kept current with items
+	rv      string                 // last resourceVersion applied
 
 	synced   chan struct{}
 	syncOnce sync.Once
@@ -128,9 +134,10 @@ func New(c client.Interface, kind, ns string, opts Options) *Informer {
 	}
 	return &Informer{
 		c: c, kind: kind, ns: ns, opts: opts,
-		log:    opts.Logger.With("informer", kind, "namespace", ns),
-		items:  map[string]*api.Object{},
-		synced: make(chan struct{}),
+		log:     opts.Logger.With("informer", kind, "namespace", ns),
+		items:   map[string]*api.Object{},
+		indexes: map[string]*index{},
+		synced:  make(chan struct{}),
 	}
 }
 
@@ -184,7 +191,8 @@ func (i *Informer) Get(namespace, name string) (*api.Object, bool) {
 }
 
 // List returns every cached object, sorted by namespace and name. The
-// objects are shared: DeepCopy before modifying one.
+// objects are shared: DeepCopy before modifying one. It copies the whole
+// cache: to find some objects, use an index (ByIndex).
 func (i *Informer) List() []*api.Object {
 	i.mu.RLock()
 	out := make([]*api.Object, 0, len(i.items))
@@ -192,10 +200,21 @@ func (i *Informer) List() []*api.Object {
 		out = append(out, o)
 	}
 	i.mu.RUnlock()
-	sort.Slice(out, func(a, b int) bool {
-		return api.Key(out[a].Namespace, out[a].Name) < api.Key(out[b].Namespace, out[b].Name)
-	})
+	sortObjects(out)
 	return out
+}
+
+// Len returns the number of cached objects. It never blocks on the network
+// and costs O(1).
+func (i *Informer) Len() int {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return len(i.items)
+}
+
+// sortObjects sorts objects by namespace and name.
+func sortObjects(s []*api.Object) {
+	sort.Slice(s, func(a, b int) bool { return api.Key(s[a].Namespace, s[a].Name) < api.Key(s[b].Namespace, s[b].Name) })
 }
 
 // ResourceVersion returns the resourceVersion up to which the cache is
@@ -280,14 +299,14 @@ func (i *Informer) relist(ctx context.Context) (string, error) {
 
 // replace swaps the cache for items and delivers the difference: deletions
 // of objects that vanished (or were replaced by a new incarnation), then
-// additions and updates, in key order. Unchanged objects are not delivered.
+// additions and updates, in key order. Unchanged objects are not delivered,
+// and their index entries stay as they are (an index is a function of the
+// object, and the object has not changed).
 func (i *Informer) replace(items map[string]*api.Object, rv string) {
 	i.hmu.Lock()
 	defer i.hmu.Unlock()
-	i.mu.Lock()
+	// Only holders of hmu write i.items, so it can be read here without mu.
 	old := i.items
-	i.items, i.rv = items, rv
-	i.mu.Unlock()
 
 	var deleted, added []*api.Object
 	var updated [][2]*api.Object
@@ -306,11 +325,24 @@ func (i *Informer) replace(items map[string]*api.Object, rv string) {
 			updated = append(updated, [2]*api.Object{prev, cur})
 		}
 	}
-	byKey := func(s []*api.Object) {
-		sort.Slice(s, func(a, b int) bool { return api.Key(s[a].Namespace, s[a].Name) < api.Key(s[b].Namespace, s[b].Name) })
+
+	i.mu.Lock()
+	i.items, i.rv = items, rv
+	for _, o := range deleted {
+		if k := api.Key(o.Namespace, o.Name); items[k] == nil {
+			i.reindex(k, nil)
+		}
 	}
-	byKey(deleted)
-	byKey(added)
+	for _, o := range added {
+		i.reindex(api.Key(o.Namespace, o.Name), o)
+	}
+	for _, u := range updated {
+		i.reindex(api.Key(u[1].Namespace, u[1].Name), u[1])
+	}
+	i.mu.Unlock()
+
+	sortObjects(deleted)
+	sortObjects(added)
 	sort.Slice(updated, func(a, b int) bool {
 		return api.Key(updated[a][1].Namespace, updated[a][1].Name) < api.Key(updated[b][1].Namespace, updated[b][1].Name)
 	})
@@ -384,6 +416,7 @@ func (i *Informer) apply(ev api.Event) {
 			return
 		}
 		i.items[key] = obj
+		i.reindex(key, obj)
 		i.mu.Unlock()
 		for _, h := range i.handlers {
 			if had {
@@ -398,6 +431,7 @@ func (i *Informer) apply(ev api.Event) {
 			return
 		}
 		delete(i.items, key)
+		i.reindex(key, nil)
 		i.mu.Unlock()
 		for _, h := range i.handlers {
 			h.delete(obj)

@@ -16,8 +16,12 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/informer"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"
 )
+
+// waitTimeout bounds every wait for the informer to catch up.
+const waitTimeout = 20 * time.Second
 
 // partition is a network between the client and the server that the test
 // can cut: while down, new connections fail as if the server were
@@ -63,8 +67,18 @@ type recorder struct {
 	log     []string
 }
 
-func newRecorder() *recorder {
-	return &recorder{adds: map[string]int{}, updates: map[string]int{}, resyncs: map[string]int{}, deletes: map[string]int{}}
+// newRecorder returns an empty recorder whose events are logged if the
+// test fails.
+func newRecorder(t *testing.T) *recorder {
+	r := &recorder{adds: map[string]int{}, updates: map[string]int{}, resyncs: map[string]int{}, deletes: map[string]int{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			t.Logf("events seen: %s", strings.Join(r.log, ", "))
+		}
+	})
+	return r
 }
 
 func key(o *api.Object) string { return api.Key(o.Namespace, o.Name) }
@@ -96,23 +110,14 @@ func (r *recorder) handler() informer.Handler {
 	}
 }
 
-// waitFor polls cond (under the recorder's lock) until it holds.
+// waitFor waits until cond, called under the recorder's lock, holds.
 func (r *recorder) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testkit.Eventually(t, waitTimeout, what, func() bool {
 		r.mu.Lock()
-		ok := cond()
-		log := strings.Join(r.log, ", ")
-		r.mu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; events: %s", what, log)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer r.mu.Unlock()
+		return cond()
+	})
 }
 
 func run(t *testing.T, inf *informer.Informer) {
@@ -131,7 +136,7 @@ func run(t *testing.T, inf *informer.Informer) {
 			t.Error("Run did not return after cancel")
 		}
 	})
-	sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
+	sctx, scancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer scancel()
 	if !inf.WaitForSync(sctx) {
 		t.Fatal("informer did not sync")
@@ -142,11 +147,6 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-func secret(ns, name string, labels map[string]string) *api.Object {
-	return &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"},
-		ObjectMeta: api.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
 }
 
 func create(t *testing.T, c client.Interface, objs ...*api.Object) {
@@ -161,14 +161,14 @@ func create(t *testing.T, c client.Interface, objs ...*api.Object) {
 func label(t *testing.T, c client.Interface, name, k, v string) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, k, v)
-	if _, err := c.Patch(ctxT(t), "Secret", "default", name, []byte(patch), false); err != nil {
+	if _, err := c.Patch(ctxT(t), api.KindSecret, "default", name, []byte(patch), false); err != nil {
 		t.Fatalf("patch %s: %v", name, err)
 	}
 }
 
 func forceDelete(t *testing.T, c client.Interface, name string) {
 	t.Helper()
-	if _, _, err := c.Delete(ctxT(t), "Secret", "default", name, api.DeleteOptions{Force: true}); err != nil {
+	if _, _, err := c.Delete(ctxT(t), api.KindSecret, "default", name, api.DeleteOptions{Force: true}); err != nil {
 		t.Fatalf("delete %s: %v", name, err)
 	}
 }
@@ -191,16 +191,16 @@ func TestInformer_SyncsAndDeliversChanges(t *testing.T) {
 	for name, c := range map[string]client.Interface{"http": httpc, "local": client.NewLocal(srv.Registry)} {
 		t.Run(name, func(t *testing.T) {
 			prefix := name + "-"
-			create(t, c, secret("default", prefix+"a", map[string]string{"set": name}),
-				secret("default", prefix+"b", map[string]string{"set": name}))
-			rec := newRecorder()
+			create(t, c, testkit.Secret("default", prefix+"a", nil, testkit.Labels("set", name)),
+				testkit.Secret("default", prefix+"b", nil, testkit.Labels("set", name)))
+			rec := newRecorder(t)
 			// A small page size makes the first list take several pages.
-			inf := informer.New(c, "Secret", "default", informer.Options{LabelSelector: "set=" + name, PageSize: 1})
+			inf := informer.New(c, api.KindSecret, "default", informer.Options{LabelSelector: "set=" + name, PageSize: 1})
 			inf.AddEventHandler(rec.handler())
 			run(t, inf)
 
 			rec.mu.Lock()
-			if rec.adds[key(secret("default", prefix+"a", nil))] != 1 || rec.adds[key(secret("default", prefix+"b", nil))] != 1 || len(rec.adds) != 2 {
+			if rec.adds["default/"+prefix+"a"] != 1 || rec.adds["default/"+prefix+"b"] != 1 || len(rec.adds) != 2 {
 				t.Errorf("adds after sync = %v, want a and b once", rec.adds)
 			}
 			rec.mu.Unlock()
@@ -214,7 +214,7 @@ func TestInformer_SyncsAndDeliversChanges(t *testing.T) {
 				t.Error("ResourceVersion empty after sync")
 			}
 
-			create(t, c, secret("default", prefix+"c", map[string]string{"set": name}))
+			create(t, c, testkit.Secret("default", prefix+"c", nil, testkit.Labels("set", name)))
 			label(t, c, prefix+"a", "x", "1")
 			forceDelete(t, c, prefix+"b")
 			label(t, c, prefix+"c", "set", "other") // leaves the selection
@@ -237,7 +237,7 @@ func TestInformer_SyncsAndDeliversChanges(t *testing.T) {
 			}
 
 			// A handler added late first gets the cached objects.
-			late := newRecorder()
+			late := newRecorder(t)
 			inf.AddEventHandler(late.handler())
 			late.mu.Lock()
 			if len(late.adds) != 1 || late.adds["default/"+prefix+"a"] != 1 {
@@ -256,12 +256,12 @@ func TestInformer_ResumesAfterCutWatchWithoutLosingOrDuplicatingEvents(t *testin
 	const objects = 5
 	var all []*api.Object
 	for i := range objects {
-		all = append(all, secret("default", fmt.Sprintf("s%d", i), nil))
+		all = append(all, testkit.Secret("default", fmt.Sprintf("s%d", i), nil))
 	}
 	create(t, local, all[:2]...)
 
-	rec := newRecorder()
-	inf := informer.New(c, "Secret", "default", informer.Options{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	rec := newRecorder(t)
+	inf := informer.New(c, api.KindSecret, "default", informer.Options{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	inf.AddEventHandler(rec.handler())
 	run(t, inf)
 
@@ -280,17 +280,17 @@ func TestInformer_ResumesAfterCutWatchWithoutLosingOrDuplicatingEvents(t *testin
 		create(t, local, all[2+round])
 		net.heal()
 	}
-	rec.waitFor(t, "every change", func() bool {
-		for k, n := range wantUpdates {
-			if rec.updates[k] < n {
-				return false
-			}
-		}
-		return len(rec.adds) == objects
-	})
-	time.Sleep(100 * time.Millisecond) // let any duplicate arrive before counting
+	// A marker written after everything else: the informer delivers in
+	// revision order, and after a reconnect it replays only what is newer
+	// than the last version it saw, so once the marker has arrived every
+	// earlier change, and any duplicate of one, has been delivered too.
+	create(t, local, testkit.Secret("default", "marker", nil))
+	rec.waitFor(t, "the marker written after every change", func() bool { return rec.adds["default/marker"] == 1 })
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
+	if len(rec.adds) != objects+1 {
+		t.Errorf("added %d distinct objects, want %d and the marker", len(rec.adds), objects)
+	}
 	for _, o := range all {
 		k := key(o)
 		if rec.adds[k] != 1 {
@@ -308,13 +308,7 @@ func TestInformer_ResumesAfterCutWatchWithoutLosingOrDuplicatingEvents(t *testin
 // waitWatching waits until the server has an open watch.
 func waitWatching(t *testing.T, srv *servertest.Server) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for srv.API.OpenWatches() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the informer did not open a watch")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Eventually(t, waitTimeout, "the informer to open a watch", func() bool { return srv.API.OpenWatches() > 0 })
 }
 
 func TestInformer_RelistsAfterGoneAndReconcilesTheCache(t *testing.T) {
@@ -322,11 +316,11 @@ func TestInformer_RelistsAfterGoneAndReconcilesTheCache(t *testing.T) {
 	var net partition
 	c := net.client(t, srv)
 	local := client.NewLocal(srv.Registry)
-	create(t, local, secret("default", "keep", nil), secret("default", "vanish", nil),
-		secret("default", "change", nil), secret("default", "reborn", nil))
+	create(t, local, testkit.Secret("default", "keep", nil), testkit.Secret("default", "vanish", nil),
+		testkit.Secret("default", "change", nil), testkit.Secret("default", "reborn", nil))
 
-	rec := newRecorder()
-	inf := informer.New(c, "Secret", "default", informer.Options{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	rec := newRecorder(t)
+	inf := informer.New(c, api.KindSecret, "default", informer.Options{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	inf.AddEventHandler(rec.handler())
 	run(t, inf)
 	oldReborn, _ := inf.Get("default", "reborn")
@@ -336,7 +330,7 @@ func TestInformer_RelistsAfterGoneAndReconcilesTheCache(t *testing.T) {
 	forceDelete(t, local, "vanish")
 	label(t, local, "change", "v", "2")
 	forceDelete(t, local, "reborn")
-	create(t, local, secret("default", "reborn", nil), secret("default", "new", nil))
+	create(t, local, testkit.Secret("default", "reborn", nil), testkit.Secret("default", "new", nil))
 	ctx := ctxT(t)
 	rev, err := srv.Store.Revision(ctx)
 	if err != nil {
@@ -374,9 +368,9 @@ func TestInformer_RelistsAfterGoneAndReconcilesTheCache(t *testing.T) {
 func TestInformer_ResyncRedeliversEveryObject(t *testing.T) {
 	srv := servertest.Start(t)
 	c := client.NewLocal(srv.Registry)
-	create(t, c, secret("default", "r1", nil), secret("default", "r2", nil))
-	rec := newRecorder()
-	inf := informer.New(c, "Secret", "default", informer.Options{ResyncPeriod: 50 * time.Millisecond})
+	create(t, c, testkit.Secret("default", "r1", nil), testkit.Secret("default", "r2", nil))
+	rec := newRecorder(t)
+	inf := informer.New(c, api.KindSecret, "default", informer.Options{ResyncPeriod: 50 * time.Millisecond})
 	inf.AddEventHandler(rec.handler())
 	run(t, inf)
 	rec.waitFor(t, "two resyncs", func() bool { return rec.resyncs["default/r1"] >= 2 && rec.resyncs["default/r2"] >= 2 })
@@ -390,7 +384,7 @@ func TestInformer_ResyncRedeliversEveryObject(t *testing.T) {
 func TestInformer_WaitForSyncReturnsFalseWhenCancelled(t *testing.T) {
 	srv := servertest.Start(t)
 	c := client.NewLocal(srv.Registry)
-	inf := informer.New(c, "Secret", "default", informer.Options{})
+	inf := informer.New(c, api.KindSecret, "default", informer.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if inf.WaitForSync(ctx) || inf.HasSynced() {

@@ -1,0 +1,28 @@
+// Package testkit holds what cairn's tests share: waiting for a condition
+// (Eventually), object builders (Object, Secret, Widget) and a test kind
+// (WidgetKind) a test server can serve next to the real ones. It is for
+// tests only: no production package imports it.
+package testkit
+
+import (
+	"testing"
+	"time"
+)
+
+// pollInterval is how often Eventually checks its condition.
+const pollInterval = 10 * time.Millisecond
+
+// Eventually calls cond every few milliseconds until it returns true, and
+// fails the test (t.Fatalf, naming what) when timeout passes first. cond
+// runs on the test's goroutine; it must not block. Inside a
+// testing/synctest bubble the polling uses the bubble's fake clock.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(pollInterval)
+	}
+}
