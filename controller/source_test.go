@@ -9,7 +9,9 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/controller"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/informer"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/registry"
@@ -34,7 +36,7 @@ func localClient(t *testing.T) client.Interface {
 	if err := reg.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return client.NewLocal(reg)
+	return local.New(reg, identity.System())
 }
 
 // keySet records reconciled keys.

@@ -22,6 +22,8 @@ import (
 
 	"cairn.dev/cairn/auth"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/client/local"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/leader"
 	"cairn.dev/cairn/registry"
@@ -267,7 +269,7 @@ func (d *Daemon) lead(ctx context.Context) {
 			}
 		}()
 	}
-	for name, c := range d.controllers(client.NewLocal(d.registry)) {
+	for name, c := range d.controllers(local.New(d.registry, identity.System())) {
 		run(name, c)
 	}
 	wg.Wait()

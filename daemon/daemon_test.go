@@ -18,7 +18,9 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/daemon"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/leader"
 	"cairn.dev/cairn/store/storetest"
 )
@@ -197,9 +199,9 @@ func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := client.NewLocal(follow.Registry())
+	lc := local.New(follow.Registry(), identity.System())
 	for i := 0; i < 300; i++ {
-		if _, err := local.Create(ctx, secret(fmt.Sprintf("big%d", i), big)); err != nil {
+		if _, err := lc.Create(ctx, secret(fmt.Sprintf("big%d", i), big)); err != nil {
 			t.Fatal(err)
 		}
 	}
