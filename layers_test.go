@@ -1,6 +1,7 @@
 package cairn_test
 
 import (
+	"fmt"
 	"go/build"
 	"os"
 	"path/filepath"
@@ -11,36 +12,135 @@ import (
 
 const module = "cairn.dev/cairn/"
 
-// allowed lists, per package (by path prefix under the module), the cairn
-// packages it may import directly. Dependencies point down the layers of
-// the design: store → registry → server → client → controllers → process
-// → cli. The wire types (api) and the caller (identity) import nothing of
-// cairn's, and the client side never imports the server.
+// allowed lists, per package path under the module, the cairn packages it
+// may import directly. A package follows the entry of the longest path in
+// this table that is the package's own or one of its parents ("cli" covers
+// cli/get; "client/local" has its own entry, apart from "client"), and an
+// import names the entry its path falls under in the same way. A package
+// no entry covers fails the test: add it to the table.
+//
+// Dependencies point down the layers of the design: store → registry →
+// server → client → controllers → process → cli. The wire types (api) and
+// the caller (identity) import nothing of cairn's. The client side never
+// links the store: see storeSide.
 var allowed = map[string][]string{
-	"api":        {},
-	"identity":   {},
-	"store":      {"store"},
-	"registry":   {"api", "identity", "store"},
-	"kinds":      {"api", "registry"},
-	"auth":       {"api", "identity", "store"},
-	"server":     {"api", "auth", "identity", "registry", "kinds", "store", "server"},
-	"client":     {"api", "identity", "registry"},
-	"informer":   {"api", "client"},
-	"controller": {"api", "client", "informer"},
-	"gc":         {"api", "client", "controller", "informer"},
-	"leader":     {},
-	"lease":      {"api", "client"},
-	"daemon":     {"api", "auth", "client", "gc", "kinds", "leader", "registry", "server", "store"},
-	"cli":        {"api", "client", "cli", "daemon"},
-	"cmd":        {"cli"},
-	// internal holds test support (internal/testkit), imported by tests only.
-	"internal": {"api", "client", "registry", "kinds", "identity", "server/servertest", "store/storetest"},
+	"api":                          {},
+	"identity":                     {},
+	"store":                        {"store"},
+	"registry":                     {"api", "identity", "store", "registry/internal/watchcache"},
+	"registry/internal/watchcache": {"api", "store"},
+	"kinds":                        {"api", "authz", "identity", "registry"},
+	"auth":                         {"api", "identity", "store"},
+	"authz":                        {"api", "identity"},
+	"server":                       {"api", "auth", "authz", "identity", "registry", "kinds", "store", "server", "trace"},
+	"client":                       {"api"},
+	"client/local":                 {"api", "client", "identity", "registry"},
+	"informer":                     {"api", "client"},
+	"controller":                   {"api", "client", "informer", "trace"},
+	"trace":                        {"api"},
+	"lease":                        {"api", "client"},
+	"manager":                      {"api", "client", "informer", "controller", "trace", "lease"},
+	"controllers":                  {"api", "client", "manager", "gc", "informer", "controller", "trace"},
+	"gc":                           {"api", "client", "controller", "informer", "manager", "trace"},
+	"runtime":                      {"runtime"},
+	"leader":                       {},
+	// The process wiring: it builds every layer below the CLI.
+	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "gc", "identity", "kinds",
+		"leader", "lease", "manager", "registry", "runtime", "server", "store", "trace"},
+	"cli":   {"api", "client", "cli", "controllers", "daemon", "manager", "trace"},
+	"cmd":   {"cli"},
+	"bench": {}, // benchmarks: tests only
+
+	// Test support (see testSupport).
+	"store/storetest":   {"store"},
+	"server/servertest": {"api", "auth", "authz", "identity", "kinds", "registry", "server", "store", "store/storetest"},
+	"cli/clitest":       {"cli"},
+	"internal/testkit":  {"api", "client", "registry", "kinds", "server/servertest", "store/storetest"},
 }
 
-// testOnly may additionally be imported by tests.
-var testOnly = []string{"internal/testkit", "store/storetest", "server/servertest", "cli/clitest", "kinds", "registry", "server", "store", "daemon", "leader", "client", "informer", "controller", "gc", "identity", "auth"}
+// testSupport entries help tests: only tests (and other test support) may
+// import them.
+var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest", "internal/testkit"}
 
-func layerOf(rel string) string { return strings.SplitN(rel, "/", 2)[0] }
+// testOnly may additionally be imported by tests.
+var testOnly = append(slices.Clone(testSupport),
+	"api", "kinds", "registry", "server", "store", "daemon", "leader", "client", "client/local", "informer",
+	"controller", "gc", "identity", "auth", "authz", "trace", "lease", "manager", "controllers", "runtime")
+
+// storeSide lists the only packages that may link the store, by importing
+// registry, store or server. Every other package — the client, informer,
+// controller, manager, lease, trace, runtime, gc, every controller, and any
+// new package — is an API client and may not, whatever its table entry
+// says; its tests may use the test servers (server/servertest,
+// store/storetest, internal/testkit) but not server or store themselves.
+var storeSide = []string{"store", "registry", "kinds", "auth", "authz", "server", "client/local", "daemon",
+	"cli", "cmd", "bench", "store/storetest", "server/servertest", "cli/clitest", "internal/testkit"}
+
+// storePackages are what the client side may not import.
+var storePackages = []string{"registry", "store", "server"}
+
+// under reports whether path is prefix or lies below it.
+func under(path, prefix string) bool {
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+// entryOf returns the table entry that covers path: the longest key that
+// is path or one of its parents.
+func entryOf(path string) (string, bool) {
+	best := ""
+	for k := range allowed {
+		if under(path, k) && len(k) > len(best) {
+			best = k
+		}
+	}
+	return best, best != ""
+}
+
+// violations checks one package (rel, relative to the module) with its
+// non-test and test imports (full import paths) and returns what breaks
+// the rules.
+func violations(rel string, imports, testImports []string) []string {
+	entry, ok := entryOf(rel)
+	if !ok {
+		return []string{fmt.Sprintf("package %s has no entry in the allowed table: add it to the table", rel)}
+	}
+	rules := allowed[entry]
+	storeSided := slices.Contains(storeSide, entry)
+	var out []string
+	check := func(imps []string, test bool) {
+		for _, imp := range imps {
+			dep, ok := strings.CutPrefix(imp, module)
+			if !ok {
+				continue
+			}
+			depEntry, ok := entryOf(dep)
+			switch {
+			case !ok:
+				out = append(out, fmt.Sprintf("%s imports %s, which has no entry in the allowed table", rel, dep))
+				continue
+			case !storeSided && !slices.Contains(testSupport, depEntry) &&
+				slices.ContainsFunc(storePackages, func(p string) bool {
+					// Tests of client-side packages may define test kinds
+					// with the registry, never run a server or store of
+					// their own.
+					return under(depEntry, p) && !(test && p == "registry")
+				}):
+				out = append(out, fmt.Sprintf("%s imports %s: the client side never links the store (only %v may)", rel, dep, storeSide))
+				continue
+			case !test && slices.Contains(testSupport, depEntry) && !slices.Contains(testSupport, entry):
+				out = append(out, fmt.Sprintf("%s imports %s: only tests may import test support", rel, dep))
+				continue
+			}
+			if slices.Contains(rules, depEntry) || (test && (slices.Contains(testOnly, depEntry) || dep == rel)) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s imports %s: %s may import only %v", rel, dep, entry, rules))
+		}
+	}
+	check(imports, false)
+	check(testImports, true) // a package's external tests may also import the package itself
+	return out
+}
 
 func TestLayers_DependenciesPointDownward(t *testing.T) {
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
@@ -51,36 +151,57 @@ func TestLayers_DependenciesPointDownward(t *testing.T) {
 			return filepath.SkipDir
 		}
 		pkg, err := build.ImportDir(path, 0)
-		if err != nil {
-			return nil // no Go files here
+		if err != nil || path == "." {
+			return nil // no Go files here, or this test
 		}
-		rel := filepath.ToSlash(path)
-		layer := layerOf(rel)
-		rules, ok := allowed[layer]
-		if !ok {
-			if rel != "." && layer != "bench" {
-				t.Errorf("package %s has no layer in the allowed table: add it", rel)
-			}
-			return nil
+		for _, v := range violations(filepath.ToSlash(path), pkg.Imports, append(pkg.TestImports, pkg.XTestImports...)) {
+			t.Error(v)
 		}
-		check := func(imports []string, extra []string) {
-			for _, imp := range imports {
-				dep, ok := strings.CutPrefix(imp, module)
-				if !ok {
-					continue
-				}
-				if !slices.Contains(rules, layerOf(dep)) && !slices.Contains(rules, dep) &&
-					!slices.Contains(extra, dep) && !slices.Contains(extra, layerOf(dep)) {
-					t.Errorf("%s imports %s: %s may import only %v", rel, dep, layer, rules)
-				}
-			}
-		}
-		check(pkg.Imports, nil)
-		// A package's external tests may also import the package itself.
-		check(append(pkg.TestImports, pkg.XTestImports...), append(slices.Clone(testOnly), rel))
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLayers_RulesFollowTheLongestEntry checks the checker on made-up
+// packages, so that a rule that stopped biting would be noticed.
+func TestLayers_RulesFollowTheLongestEntry(t *testing.T) {
+	m := func(p ...string) []string {
+		for i := range p {
+			p[i] = module + p[i]
+		}
+		return p
+	}
+	tests := []struct {
+		name          string
+		rel           string
+		imports, test []string
+		wantViolation string // "" for none
+	}{
+		{"client may not link the registry", "client", m("registry"), nil, "never links the store"},
+		{"client may not import identity", "client", m("identity"), nil, "client may import only"},
+		{"client/local may", "client/local", m("api", "client", "identity", "registry"), nil, ""},
+		{"a controller may not import the store", "gc", m("store"), nil, "never links the store"},
+		{"nor a server's insides", "informer", m("registry/internal/watchcache"), nil, "never links the store"},
+		{"a future controller under controllers", "controllers/cleaner", m("registry"), nil, "never links the store"},
+		{"a future controller may use the manager", "controllers/cleaner", m("manager", "client", "trace"), nil, ""},
+		{"a sub-package follows its parent's entry", "cli/explain", m("trace", "client"), nil, ""},
+		{"informer may not import client/local", "informer", m("client/local"), nil, "informer may import only"},
+		{"tests may use the test server", "informer", nil, m("server/servertest", "client/local", "identity"), ""},
+		{"tests may define test kinds", "gc", nil, m("registry", "kinds", "internal/testkit"), ""},
+		{"client-side tests run no server of their own", "client", nil, m("server"), "never links the store"},
+		{"nor a store", "controller", nil, m("store"), "never links the store"},
+		{"only tests import test support", "daemon", m("internal/testkit"), nil, "only tests may import test support"},
+		{"unknown packages must be added", "gadget", nil, nil, "add it to the table"},
+		{"a name that only starts like an entry", "clientx", nil, nil, "add it to the table"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := strings.Join(violations(tt.rel, tt.imports, tt.test), "\n")
+			if tt.wantViolation == "" && got != "" || !strings.Contains(got, tt.wantViolation) {
+				t.Errorf("violations = %q, want %q", got, tt.wantViolation)
+			}
+		})
 	}
 }

@@ -22,8 +22,10 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
+	"cairn.dev/cairn/identity"
 )
 
 func startServer(b *testing.B) (*daemon.Daemon, client.Interface) {
@@ -156,11 +158,11 @@ func BenchmarkLatencyAt1000rps(b *testing.B) {
 // measure the time until the owner and every dependent are gone.
 func BenchmarkCascadeDelete10k(b *testing.B) {
 	d, c := startServer(b)
-	local := client.NewLocal(d.Registry())
+	lc := local.New(d.Registry(), identity.System())
 	ctx := context.Background()
 	const deps = 10000
 	for iter := 0; iter < b.N; iter++ {
-		owner, err := local.Create(ctx, secret(fmt.Sprintf("owner%d", iter)))
+		owner, err := lc.Create(ctx, secret(fmt.Sprintf("owner%d", iter)))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -173,7 +175,7 @@ func BenchmarkCascadeDelete10k(b *testing.B) {
 				for i := w; i < deps; i += 32 {
 					dep := secret(fmt.Sprintf("o%d-dep%d", iter, i), owner)
 					dep.Labels = map[string]string{"owner": owner.Name}
-					if _, err := local.Create(ctx, dep); err != nil {
+					if _, err := lc.Create(ctx, dep); err != nil {
 						failed.Add(1)
 					}
 				}
@@ -189,11 +191,11 @@ func BenchmarkCascadeDelete10k(b *testing.B) {
 			b.Fatal(err)
 		}
 		for {
-			l, err := local.List(ctx, "Secret", "default", api.ListOptions{LabelSelector: "owner=" + owner.Name})
+			l, err := lc.List(ctx, "Secret", "default", api.ListOptions{LabelSelector: "owner=" + owner.Name})
 			if err != nil {
 				b.Fatal(err)
 			}
-			_, gerr := local.Get(ctx, "Secret", "default", owner.Name)
+			_, gerr := lc.Get(ctx, "Secret", "default", owner.Name)
 			if len(l.Items) == 0 && gerr != nil {
 				break
 			}

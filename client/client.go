@@ -1,7 +1,8 @@
 // Package client is cairn's Go API client. Interface has one method per API
 // operation and two implementations that behave alike: NewHTTP talks to a
-// cairn server over its HTTP API, NewLocal calls a registry in the same
-// process (what controllers inside `cairn server` use). For[T] wraps either
+// cairn server over its HTTP API; package client/local calls a registry in
+// the same process (what controllers inside `cairn server` use), so that
+// this package never links the registry or the store. For[T] wraps either
 // with typed objects.
 //
 // Errors are *api.Status values in both implementations, so callers check
@@ -95,7 +96,8 @@ type ActionRequest struct {
 	Body []byte
 }
 
-func (r ActionRequest) method() string {
+// HTTPMethod is the request's method: Method, or POST when it is unset.
+func (r ActionRequest) HTTPMethod() string {
 	if r.Method == "" {
 		return "POST"
 	}

@@ -2,10 +2,7 @@ package client_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net"
 	"strings"
 	"testing"
@@ -13,60 +10,18 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
-	"cairn.dev/cairn/kinds"
-	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/server/servertest"
 )
 
-// Widget is a test kind with actions, served next to the real kinds.
-type Widget struct {
-	api.TypeMeta   `json:",inline"`
-	api.ObjectMeta `json:"metadata"`
-	Spec           map[string]string `json:"spec,omitempty"`
-}
-
-func widgetKind() registry.Kind {
-	return registry.Define(registry.Spec[*Widget]{
-		Kind:       "Widget",
-		Namespaced: true,
-		ShortNames: []string{"wd"},
-		Actions: []registry.Action{
-			{Name: "echo", Method: "POST", Handle: func(_ context.Context, req registry.ActionRequest) (registry.ActionResult, error) {
-				if req.Query.Get("fail") != "" {
-					return registry.ActionResult{}, api.NewConflict("Widget", req.Name, "asked to fail")
-				}
-				return registry.ActionResult{Object: map[string]string{
-					"name": req.Name, "body": string(req.Body), "x": req.Query.Get("x"),
-				}}, nil
-			}},
-			{Name: "ping", Method: "GET", Collection: true, Handle: func(_ context.Context, req registry.ActionRequest) (registry.ActionResult, error) {
-				return registry.ActionResult{Object: map[string]string{"namespace": req.Namespace}}, nil
-			}},
-			{Name: "lines", Method: "GET", Handle: func(_ context.Context, req registry.ActionRequest) (registry.ActionResult, error) {
-				return registry.ActionResult{Stream: func(ctx context.Context, w io.Writer, flush func()) error {
-					for i := 1; i <= 3; i++ {
-						if _, err := fmt.Fprintf(w, "%s line %d\n", req.Name, i); err != nil {
-							return err
-						}
-						flush()
-					}
-					return nil
-				}}, nil
-			}},
-		},
-	})
-}
-
-// start runs a test server serving every kind plus Widget, and returns it
-// with an HTTP client and a local client over its registry.
-func start(t *testing.T) (*servertest.Server, map[string]client.Interface) {
+// start runs a test server and returns it with an HTTP client for it.
+func start(t *testing.T) (*servertest.Server, client.Interface) {
 	t.Helper()
-	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(), widgetKind())...))
+	srv := servertest.Start(t)
 	hc, err := client.NewHTTP(client.Config{Server: srv.URL, Token: srv.Token})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return srv, map[string]client.Interface{"http": hc, "local": client.NewLocal(srv.Registry)}
+	return srv, hc
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -77,7 +32,7 @@ func ctxT(t *testing.T) context.Context {
 
 func secret(ns, name string, labels map[string]string, data map[string]string) *api.Object {
 	o, err := api.FromResource(&api.Secret{
-		TypeMeta:   api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"},
+		TypeMeta:   api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindSecret},
 		ObjectMeta: api.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 		StringData: data,
 	})
@@ -85,208 +40,6 @@ func secret(ns, name string, labels map[string]string, data map[string]string) *
 		panic(err)
 	}
 	return o
-}
-
-func TestClient_CRUDBehavesAlikeOverHTTPAndInProcess(t *testing.T) {
-	_, clients := start(t)
-	for name, c := range clients {
-		t.Run(name, func(t *testing.T) {
-			ctx := ctxT(t)
-			ns := "crud-" + name
-			nsObj := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Namespace"},
-				ObjectMeta: api.ObjectMeta{Name: ns}}
-			if _, err := c.Create(ctx, nsObj); err != nil {
-				t.Fatalf("create namespace: %v", err)
-			}
-			created, err := c.Create(ctx, secret(ns, "a", map[string]string{"tier": "db"}, map[string]string{"k": "v"}))
-			if err != nil {
-				t.Fatalf("create: %v", err)
-			}
-			if created.UID == "" || created.ResourceVersion == "" || created.Generation != 1 {
-				t.Errorf("created object lacks server fields: %+v", created.ObjectMeta)
-			}
-			if _, err := c.Create(ctx, secret(ns, "b", map[string]string{"tier": "web"}, nil)); err != nil {
-				t.Fatalf("create b: %v", err)
-			}
-			gen, err := c.Create(ctx, &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"},
-				ObjectMeta: api.ObjectMeta{Namespace: ns, GenerateName: "gen-"}})
-			if err != nil || !strings.HasPrefix(gen.Name, "gen-") || len(gen.Name) <= len("gen-") {
-				t.Fatalf("create with generateName: %v, name %q", err, gen.Name)
-			}
-
-			got, err := c.Get(ctx, "Secret", ns, "a")
-			if err != nil {
-				t.Fatalf("get: %v", err)
-			}
-			if got.UID != created.UID {
-				t.Errorf("get uid = %s, want %s", got.UID, created.UID)
-			}
-			var s api.Secret
-			if err := got.Into(&s); err != nil || string(s.Data["k"]) != "v" {
-				t.Errorf("get data = %v (%v), want k=v", s.Data, err)
-			}
-
-			l, err := c.List(ctx, "Secret", ns, api.ListOptions{LabelSelector: "tier=db"})
-			if err != nil {
-				t.Fatalf("list: %v", err)
-			}
-			if len(l.Items) != 1 || l.Items[0].Name != "a" || l.ResourceVersion == "" {
-				t.Errorf("list tier=db = %d items (rv %q), want [a]", len(l.Items), l.ResourceVersion)
-			}
-			page, err := c.List(ctx, "Secret", ns, api.ListOptions{Limit: 2})
-			if err != nil || len(page.Items) != 2 || page.Continue == "" {
-				t.Fatalf("list limit 2: %v, %d items, continue %q", err, len(page.Items), page.Continue)
-			}
-			rest, err := c.List(ctx, "Secret", ns, api.ListOptions{Limit: 2, Continue: page.Continue})
-			if err != nil || len(rest.Items) != 1 || rest.Continue != "" {
-				t.Fatalf("list second page: %v, %d items, continue %q", err, len(rest.Items), rest.Continue)
-			}
-
-			got.Labels["tier"] = "cache"
-			updated, err := c.Update(ctx, got)
-			if err != nil {
-				t.Fatalf("update: %v", err)
-			}
-			if updated.Labels["tier"] != "cache" || updated.ResourceVersion == got.ResourceVersion {
-				t.Errorf("update: labels %v rv %s (was %s)", updated.Labels, updated.ResourceVersion, got.ResourceVersion)
-			}
-
-			patched, err := c.Patch(ctx, "Secret", ns, "a", []byte(`{"metadata":{"annotations":{"note":"x"}}}`), false)
-			if err != nil || patched.Annotations["note"] != "x" {
-				t.Fatalf("patch: %v, annotations %v", err, patched.Annotations)
-			}
-
-			nsGot, err := c.Get(ctx, "Namespace", "", ns)
-			if err != nil {
-				t.Fatalf("get namespace: %v", err)
-			}
-			nsGot.SetField(api.FieldStatus, json.RawMessage(`{"phase":"Active"}`))
-			if _, err := c.UpdateStatus(ctx, nsGot); err != nil {
-				t.Fatalf("update status: %v", err)
-			}
-			if _, err := c.Patch(ctx, "Namespace", "", ns, []byte(`{"status":{"phase":"Active"}}`), true); err != nil {
-				t.Fatalf("patch status: %v", err)
-			}
-
-			marked, gone, err := c.Delete(ctx, "Secret", ns, "a", api.DeleteOptions{})
-			if err != nil || gone || !marked.Deleting() || !marked.HasFinalizer(api.FinalizerCascadeDeletion) {
-				t.Fatalf("delete: err %v gone %v deleting %v finalizers %v", err, gone, marked.Deleting(), marked.Finalizers)
-			}
-			if _, gone, err := c.Delete(ctx, "Secret", ns, "b", api.DeleteOptions{Force: true}); err != nil || !gone {
-				t.Fatalf("force delete: err %v gone %v", err, gone)
-			}
-			if _, err := c.Get(ctx, "Secret", ns, "b"); !errors.Is(err, api.ErrNotFound) {
-				t.Errorf("get after force delete = %v, want NotFound", err)
-			}
-
-			ks, err := c.Kinds(ctx)
-			if err != nil {
-				t.Fatalf("kinds: %v", err)
-			}
-			var names []string
-			for _, k := range ks {
-				names = append(names, k.Kind)
-			}
-			if !strings.Contains(strings.Join(names, ","), "Secret") {
-				t.Errorf("kinds = %v, want Secret among them", names)
-			}
-		})
-	}
-}
-
-func TestClient_ErrorsMatchAPISentinels(t *testing.T) {
-	srv, clients := start(t)
-	ctx := ctxT(t)
-	local := clients["local"]
-	if _, err := local.Create(ctx, secret("default", "taken", nil, nil)); err != nil {
-		t.Fatal(err)
-	}
-	stale, err := local.Get(ctx, "Secret", "default", "taken")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := local.Patch(ctx, "Secret", "default", "taken", []byte(`{"metadata":{"labels":{"a":"b"}}}`), false); err != nil {
-		t.Fatal(err)
-	}
-	oldList, err := local.List(ctx, "Secret", "default", api.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if _, err := local.Create(ctx, secret("default", fmt.Sprintf("filler-%d", i), nil, nil)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rev, err := srv.Store.Revision(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Store.Compact(ctx, rev); err != nil {
-		t.Fatal(err)
-	}
-
-	tests := []struct {
-		name string
-		call func(c client.Interface) error
-		want error
-	}{
-		{"get missing", func(c client.Interface) error {
-			_, err := c.Get(ctx, "Secret", "default", "missing")
-			return err
-		}, api.ErrNotFound},
-		{"unknown kind", func(c client.Interface) error {
-			_, err := c.Get(ctx, "Gizmo", "default", "x")
-			return err
-		}, api.ErrNotFound},
-		{"create without a namespace", func(c client.Interface) error {
-			_, err := c.Create(ctx, secret("", "nons", nil, nil))
-			return err
-		}, api.ErrInvalid},
-		{"create taken", func(c client.Interface) error {
-			_, err := c.Create(ctx, secret("default", "taken", nil, nil))
-			return err
-		}, api.ErrAlreadyExists},
-		{"update stale", func(c client.Interface) error {
-			_, err := c.Update(ctx, stale.DeepCopy())
-			return err
-		}, api.ErrConflict},
-		{"delete uid precondition", func(c client.Interface) error {
-			_, _, err := c.Delete(ctx, "Secret", "default", "taken", api.DeleteOptions{Preconditions: api.Preconditions{UID: "other"}})
-			return err
-		}, api.ErrConflict},
-		{"invalid name", func(c client.Interface) error {
-			_, err := c.Create(ctx, secret("default", "Not_Valid", nil, nil))
-			return err
-		}, api.ErrInvalid},
-		{"bad selector", func(c client.Interface) error {
-			_, err := c.List(ctx, "Secret", "default", api.ListOptions{LabelSelector: "a in (b"})
-			return err
-		}, api.ErrBadRequest},
-		{"watch compacted", func(c client.Interface) error {
-			w, err := c.Watch(ctx, "Secret", "default", api.ListOptions{ResourceVersion: oldList.ResourceVersion})
-			if err != nil {
-				return err
-			}
-			defer w.Stop()
-			for range w.Events() {
-			}
-			return w.Err()
-		}, api.ErrGone},
-	}
-	for _, tt := range tests {
-		for name, c := range clients {
-			t.Run(tt.name+"/"+name, func(t *testing.T) {
-				err := tt.call(c)
-				if !errors.Is(err, tt.want) {
-					t.Fatalf("err = %v (%T), want %v", err, err, tt.want.(*api.Status).Reason)
-				}
-				var st *api.Status
-				if !errors.As(err, &st) || st.Code != tt.want.(*api.Status).Reason.Code() || st.Message == "" {
-					t.Errorf("status = %+v, want code %d and a message", st, tt.want.(*api.Status).Reason.Code())
-				}
-			})
-		}
-	}
 }
 
 func TestHTTPClient_BadTokenSaysWhereTheTokenCameFrom(t *testing.T) {
@@ -303,7 +56,7 @@ func TestHTTPClient_BadTokenSaysWhereTheTokenCameFrom(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = c.Get(ctxT(t), "Secret", "default", "x")
+			_, err = c.Get(ctxT(t), api.KindSecret, "default", "x")
 			if !errors.Is(err, api.ErrUnauthorized) {
 				t.Fatalf("err = %v, want Unauthorized", err)
 			}
@@ -328,7 +81,7 @@ func TestHTTPClient_ServerDownIsAClearError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Get(ctxT(t), "Secret", "default", "x")
+	_, err = c.Get(ctxT(t), api.KindSecret, "default", "x")
 	if !errors.Is(err, client.ErrUnreachable) {
 		t.Fatalf("err = %v, want ErrUnreachable", err)
 	}
@@ -339,77 +92,20 @@ func TestHTTPClient_ServerDownIsAClearError(t *testing.T) {
 }
 
 func TestHTTPClient_StoppedServerIsUnreachable(t *testing.T) {
-	srv, clients := start(t)
+	srv, c := start(t)
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := clients["http"].List(ctxT(t), "Secret", "", api.ListOptions{})
+	_, err := c.List(ctxT(t), api.KindSecret, "", api.ListOptions{})
 	if !errors.Is(err, client.ErrUnreachable) {
 		t.Fatalf("err = %v, want ErrUnreachable", err)
 	}
 }
 
-func TestClient_WatchStreamsChanges(t *testing.T) {
-	_, clients := start(t)
-	for name, c := range clients {
-		t.Run(name, func(t *testing.T) {
-			ctx := ctxT(t)
-			ns := "watch-" + name
-			if _, err := c.Create(ctx, &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Namespace"},
-				ObjectMeta: api.ObjectMeta{Name: ns}}); err != nil {
-				t.Fatal(err)
-			}
-			l, err := c.List(ctx, "Secret", ns, api.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			w, err := c.Watch(ctx, "Secret", ns, api.ListOptions{ResourceVersion: l.ResourceVersion})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := c.Create(ctx, secret(ns, "w", nil, nil)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := c.Patch(ctx, "Secret", ns, "w", []byte(`{"metadata":{"labels":{"x":"y"}}}`), false); err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := c.Delete(ctx, "Secret", ns, "w", api.DeleteOptions{Force: true}); err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for len(got) < 3 {
-				select {
-				case ev, ok := <-w.Events():
-					if !ok {
-						t.Fatalf("stream ended after %v: %v", got, w.Err())
-					}
-					if ev.Type == api.Bookmark {
-						continue
-					}
-					got = append(got, ev.Type+" "+ev.Object.Name)
-				case <-ctx.Done():
-					t.Fatalf("timed out after %v", got)
-				}
-			}
-			want := []string{"ADDED w", "MODIFIED w", "DELETED w"}
-			if strings.Join(got, ",") != strings.Join(want, ",") {
-				t.Errorf("events = %v, want %v", got, want)
-			}
-			w.Stop()
-			if err := w.Err(); err != nil {
-				t.Errorf("Err after Stop = %v, want nil", err)
-			}
-			if _, ok := <-w.Events(); ok {
-				t.Error("events still open after Stop")
-			}
-		})
-	}
-}
-
 func TestHTTPClient_WatchCutByServerEndsWithError(t *testing.T) {
-	srv, clients := start(t)
+	srv, c := start(t)
 	ctx := ctxT(t)
-	w, err := clients["http"].Watch(ctx, "Secret", "", api.ListOptions{})
+	w, err := c.Watch(ctx, api.KindSecret, "", api.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,65 +122,30 @@ func TestHTTPClient_WatchCutByServerEndsWithError(t *testing.T) {
 	}
 }
 
-func TestClient_ActionsBehaveAlike(t *testing.T) {
-	_, clients := start(t)
-	for name, c := range clients {
-		t.Run(name, func(t *testing.T) {
-			ctx := ctxT(t)
-			b, err := c.Action(ctx, client.ActionRequest{Kind: "Widget", Namespace: "default", Name: "w1",
-				Action: "echo", Query: map[string][]string{"x": {"1"}}, Body: []byte(`{"hello":true}`)})
-			if err != nil {
-				t.Fatalf("echo: %v", err)
-			}
-			var echo map[string]string
-			if err := json.Unmarshal(b, &echo); err != nil {
-				t.Fatalf("echo body %q: %v", b, err)
-			}
-			if echo["name"] != "w1" || echo["body"] != `{"hello":true}` || echo["x"] != "1" {
-				t.Errorf("echo = %v", echo)
-			}
-
-			_, err = c.Action(ctx, client.ActionRequest{Kind: "Widget", Namespace: "default", Name: "w1",
-				Action: "echo", Query: map[string][]string{"fail": {"1"}}})
-			if !errors.Is(err, api.ErrConflict) {
-				t.Errorf("failing action = %v, want Conflict", err)
-			}
-			_, err = c.Action(ctx, client.ActionRequest{Kind: "Widget", Namespace: "default", Name: "w1", Action: "nope"})
-			if !errors.Is(err, api.ErrNotFound) {
-				t.Errorf("unknown action = %v, want NotFound", err)
-			}
-
-			b, err = c.Action(ctx, client.ActionRequest{Method: "GET", Kind: "wd", Namespace: "team", Action: "ping"})
-			if err != nil || !strings.Contains(string(b), `"namespace":"team"`) {
-				t.Errorf("collection action = %q, %v", b, err)
-			}
-
-			rc, err := c.ActionStream(ctx, client.ActionRequest{Method: "GET", Kind: "Widget", Namespace: "default", Name: "w2", Action: "lines"})
-			if err != nil {
-				t.Fatalf("stream: %v", err)
-			}
-			out, err := io.ReadAll(rc)
-			rc.Close()
-			if err != nil || string(out) != "w2 line 1\nw2 line 2\nw2 line 3\n" {
-				t.Errorf("stream = %q, %v", out, err)
-			}
-		})
-	}
-}
-
 func TestHTTPClient_ResolvesPluralsAndShortNames(t *testing.T) {
-	_, clients := start(t)
+	_, c := start(t)
 	ctx := ctxT(t)
-	c := clients["http"]
 	if _, err := c.Create(ctx, secret("default", "alias", nil, nil)); err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{"Secret", "secrets", "secret"} {
-		if _, err := c.Get(ctx, kind, "default", "alias"); err != nil {
-			t.Errorf("get with kind %q: %v", kind, err)
+	tests := []struct {
+		kind, ns, name string
+	}{
+		{api.KindSecret, "default", "alias"},
+		{"secrets", "default", "alias"},
+		{"secret", "default", "alias"},
+		{"SECRETS", "default", "alias"},
+		{"namespaces", "", "default"},
+		{"ns", "", "default"},
+	}
+	for _, tt := range tests {
+		if _, err := c.Get(ctx, tt.kind, tt.ns, tt.name); err != nil {
+			t.Errorf("get with kind %q: %v", tt.kind, err)
 		}
 	}
-	if _, err := c.Get(ctx, "gizmos", "default", "alias"); !errors.Is(err, api.ErrNotFound) {
-		t.Errorf("unknown plural = %v, want NotFound", err)
+	for _, kind := range []string{"gizmos", "Gizmo", "nsx"} {
+		if _, err := c.Get(ctx, kind, "default", "alias"); !errors.Is(err, api.ErrNotFound) {
+			t.Errorf("unknown kind %q = %v, want NotFound", kind, err)
+		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -27,7 +26,7 @@ type httpClient struct {
 	hc          *http.Client
 
 	mu    sync.Mutex
-	kinds []api.KindInfo // discovery cache, for plurals and short names
+	kinds []api.KindInfo // discovery cache, for kind resolution
 }
 
 // NewHTTP returns a client for the server at cfg.Server. It does not
@@ -64,43 +63,34 @@ func normalizeServer(s string) (string, error) {
 	return u.Scheme + "://" + u.Host + strings.TrimSuffix(u.Path, "/"), nil
 }
 
-// plural returns the URL resource name of kind. Kind names ("DeployItem")
-// map directly; lower-case names (plurals, short names) are resolved through
-// discovery.
-func (c *httpClient) plural(ctx context.Context, kind string) (string, error) {
-	if kind == "" {
-		return "", api.NewBadRequest("a kind is required")
+// kind resolves a kind name, plural or short name through discovery
+// (api.ResolveKind). Discovery is asked once and cached; a name the cache
+// does not know asks again, for kinds the server serves since. Errors:
+// BadRequest for an empty name, NotFound for a kind the server does not
+// serve, the discovery request's errors.
+func (c *httpClient) kind(ctx context.Context, name string) (api.KindInfo, error) {
+	if name == "" {
+		return api.KindInfo{}, api.NewBadRequest("a kind is required")
 	}
-	if unicode.IsUpper([]rune(kind)[0]) {
-		return api.Plural(kind), nil
+	c.mu.Lock()
+	kinds := c.kinds
+	c.mu.Unlock()
+	if k, ok := api.ResolveKind(kinds, name); ok {
+		return k, nil
 	}
-	for attempt := 0; attempt < 2; attempt++ {
-		c.mu.Lock()
-		kinds := c.kinds
-		c.mu.Unlock()
-		if kinds == nil || attempt == 1 {
-			var err error
-			if kinds, err = c.fetchKinds(ctx); err != nil {
-				return "", err
-			}
-		}
-		for _, k := range kinds {
-			if strings.EqualFold(k.Kind, kind) || strings.EqualFold(k.Plural, kind) {
-				return k.Plural, nil
-			}
-			for _, s := range k.ShortNames {
-				if strings.EqualFold(s, kind) {
-					return k.Plural, nil
-				}
-			}
-		}
+	kinds, err := c.fetchKinds(ctx)
+	if err != nil {
+		return api.KindInfo{}, err
 	}
-	return "", api.NewStatus(api.ReasonNotFound, "the server does not serve the kind %q", kind)
+	if k, ok := api.ResolveKind(kinds, name); ok {
+		return k, nil
+	}
+	return api.KindInfo{}, api.NewStatus(api.ReasonNotFound, "the server does not serve the kind %q", name)
 }
 
 // path builds BasePath[/namespaces/{ns}]/{plural}[/{name}][/{sub}].
 func (c *httpClient) path(ctx context.Context, kind, ns, name string, sub ...string) (string, error) {
-	plural, err := c.plural(ctx, kind)
+	k, err := c.kind(ctx, kind)
 	if err != nil {
 		return "", err
 	}
@@ -109,7 +99,7 @@ func (c *httpClient) path(ctx context.Context, kind, ns, name string, sub ...str
 	if ns != "" {
 		b.WriteString("/namespaces/" + url.PathEscape(ns))
 	}
-	b.WriteString("/" + plural)
+	b.WriteString("/" + k.Plural)
 	if name != "" {
 		b.WriteString("/" + url.PathEscape(name))
 	}
@@ -339,20 +329,13 @@ func (c *httpClient) fetchKinds(ctx context.Context) ([]api.KindInfo, error) {
 // registry would (Invalid, naming metadata.namespace) when the kind is
 // namespaced, instead of posting to the all-namespaces path.
 func (c *httpClient) requireClusterScoped(ctx context.Context, obj *api.Object) error {
-	c.mu.Lock()
-	kinds := c.kinds
-	c.mu.Unlock()
-	if kinds == nil {
-		var err error
-		if kinds, err = c.fetchKinds(ctx); err != nil {
-			return err
-		}
+	k, err := c.kind(ctx, obj.Kind)
+	if err != nil {
+		return err
 	}
-	for _, k := range kinds {
-		if k.Kind == obj.Kind && k.Namespaced {
-			return api.NewInvalid(obj.Kind, obj.Name, field.ErrorList{
-				field.Required(field.NewPath("metadata", "namespace"), "a namespace is required")})
-		}
+	if k.Namespaced {
+		return api.NewInvalid(obj.Kind, obj.Name, field.ErrorList{
+			field.Required(field.NewPath("metadata", "namespace"), "a namespace is required")})
 	}
 	return nil
 }
@@ -369,7 +352,7 @@ func (c *httpClient) actionResponse(ctx context.Context, req ActionRequest) (*ht
 	if err != nil {
 		return nil, err
 	}
-	return c.do(ctx, req.method(), p, req.Query, req.Body, jsonType)
+	return c.do(ctx, req.HTTPMethod(), p, req.Query, req.Body, jsonType)
 }
 
 func (c *httpClient) Action(ctx context.Context, req ActionRequest) ([]byte, error) {

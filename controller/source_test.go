@@ -9,7 +9,9 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/controller"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/informer"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"

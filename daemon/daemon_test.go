@@ -18,8 +18,10 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
-	"cairn.dev/cairn/daemon"
+	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/controllers"
+	"cairn.dev/cairn/daemon"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/store/storetest"
@@ -199,9 +201,9 @@ func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := follow.Client()
+	lc := follow.Client()
 	for i := 0; i < 300; i++ {
-		if _, err := local.Create(ctx, secret(fmt.Sprintf("big%d", i), big)); err != nil {
+		if _, err := lc.Create(ctx, secret(fmt.Sprintf("big%d", i), big)); err != nil {
 			t.Fatal(err)
 		}
 	}

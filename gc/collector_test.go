@@ -15,7 +15,9 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/gc"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -36,7 +38,7 @@ type env struct {
 func newEnv(t testing.TB, http bool, opts ...servertest.Option) *env {
 	t.Helper()
 	ts := servertest.Start(t, opts...)
-	var c client.Interface = client.NewLocal(ts.Registry)
+	var c client.Interface = local.New(ts.Registry, identity.System())
 	if http {
 		hc, err := client.NewHTTP(client.Config{Server: ts.URL, Token: ts.Token})
 		if err != nil {

@@ -11,7 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/client/local"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/server/servertest"
 )
@@ -27,7 +28,7 @@ func TestCollectorDelete_ConflictIsRetriedUnlessTheVictimIsGoneOrReplaced(t *tes
 	ctx := context.Background()
 	ch := NewChurn(t)
 	ts := servertest.Start(t, servertest.WithKinds(append(kinds.All(), ch.Kind())...))
-	cc := &ConflictCounter{Interface: client.NewLocal(ts.Registry)}
+	cc := &ConflictCounter{Interface: local.New(ts.Registry, identity.System())}
 	// The first Delete of a churning Widget loses every race, once.
 	ch.Start(ts.Registry, func() bool { return cc.Conflicts() == 0 })
 	create := func(o *api.Object) *api.Object {
@@ -105,7 +106,7 @@ func TestCollectorDelete_ConflictIsRetriedUnlessTheVictimIsGoneOrReplaced(t *tes
 func TestCollectorDelete_RefusalBacksOffAndWarnsOnce(t *testing.T) {
 	ctx := context.Background()
 	ts := servertest.Start(t)
-	cl := client.NewLocal(ts.Registry)
+	cl := local.New(ts.Registry, identity.System())
 	rec := &LogRecorder{}
 	const base = 10 * time.Millisecond
 	c := New(cl, Options{Logger: slog.New(rec), ConfirmRetry: base})

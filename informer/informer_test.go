@@ -15,6 +15,8 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/client/local"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/informer"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"
@@ -188,7 +190,7 @@ func TestInformer_SyncsAndDeliversChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, c := range map[string]client.Interface{"http": httpc, "local": client.NewLocal(srv.Registry)} {
+	for name, c := range map[string]client.Interface{"http": httpc, "local": local.New(srv.Registry, identity.System())} {
 		t.Run(name, func(t *testing.T) {
 			prefix := name + "-"
 			create(t, c, testkit.Secret("default", prefix+"a", nil, testkit.Labels("set", name)),
@@ -252,13 +254,13 @@ func TestInformer_ResumesAfterCutWatchWithoutLosingOrDuplicatingEvents(t *testin
 	srv := servertest.Start(t)
 	var net partition
 	c := net.client(t, srv)
-	local := client.NewLocal(srv.Registry)
+	lc := local.New(srv.Registry, identity.System())
 	const objects = 5
 	var all []*api.Object
 	for i := range objects {
 		all = append(all, testkit.Secret("default", fmt.Sprintf("s%d", i), nil))
 	}
-	create(t, local, all[:2]...)
+	create(t, lc, all[:2]...)
 
 	rec := newRecorder(t)
 	inf := informer.New(c, api.KindSecret, "default", informer.Options{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
@@ -273,18 +275,18 @@ func TestInformer_ResumesAfterCutWatchWithoutLosingOrDuplicatingEvents(t *testin
 		// existing object (a relist would merge them into one), one new
 		// object.
 		for _, o := range all[:2+round] {
-			label(t, local, o.Name, "round", fmt.Sprint(round))
-			label(t, local, o.Name, "again", fmt.Sprint(round))
+			label(t, lc, o.Name, "round", fmt.Sprint(round))
+			label(t, lc, o.Name, "again", fmt.Sprint(round))
 			wantUpdates[key(o)] += 2
 		}
-		create(t, local, all[2+round])
+		create(t, lc, all[2+round])
 		net.heal()
 	}
 	// A marker written after everything else: the informer delivers in
 	// revision order, and after a reconnect it replays only what is newer
 	// than the last version it saw, so once the marker has arrived every
 	// earlier change, and any duplicate of one, has been delivered too.
-	create(t, local, testkit.Secret("default", "marker", nil))
+	create(t, lc, testkit.Secret("default", "marker", nil))
 	rec.waitFor(t, "the marker written after every change", func() bool { return rec.adds["default/marker"] == 1 })
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
@@ -315,8 +317,8 @@ func TestInformer_RelistsAfterGoneAndReconcilesTheCache(t *testing.T) {
 	srv := servertest.Start(t)
 	var net partition
 	c := net.client(t, srv)
-	local := client.NewLocal(srv.Registry)
-	create(t, local, testkit.Secret("default", "keep", nil), testkit.Secret("default", "vanish", nil),
+	lc := local.New(srv.Registry, identity.System())
+	create(t, lc, testkit.Secret("default", "keep", nil), testkit.Secret("default", "vanish", nil),
 		testkit.Secret("default", "change", nil), testkit.Secret("default", "reborn", nil))
 
 	rec := newRecorder(t)
@@ -327,10 +329,10 @@ func TestInformer_RelistsAfterGoneAndReconcilesTheCache(t *testing.T) {
 	waitWatching(t, srv)
 
 	net.cut(srv)
-	forceDelete(t, local, "vanish")
-	label(t, local, "change", "v", "2")
-	forceDelete(t, local, "reborn")
-	create(t, local, testkit.Secret("default", "reborn", nil), testkit.Secret("default", "new", nil))
+	forceDelete(t, lc, "vanish")
+	label(t, lc, "change", "v", "2")
+	forceDelete(t, lc, "reborn")
+	create(t, lc, testkit.Secret("default", "reborn", nil), testkit.Secret("default", "new", nil))
 	ctx := ctxT(t)
 	rev, err := srv.Store.Revision(ctx)
 	if err != nil {
@@ -367,7 +369,7 @@ func TestInformer_RelistsAfterGoneAndReconcilesTheCache(t *testing.T) {
 
 func TestInformer_ResyncRedeliversEveryObject(t *testing.T) {
 	srv := servertest.Start(t)
-	c := client.NewLocal(srv.Registry)
+	c := local.New(srv.Registry, identity.System())
 	create(t, c, testkit.Secret("default", "r1", nil), testkit.Secret("default", "r2", nil))
 	rec := newRecorder(t)
 	inf := informer.New(c, api.KindSecret, "default", informer.Options{ResyncPeriod: 50 * time.Millisecond})
@@ -383,7 +385,7 @@ func TestInformer_ResyncRedeliversEveryObject(t *testing.T) {
 
 func TestInformer_WaitForSyncReturnsFalseWhenCancelled(t *testing.T) {
 	srv := servertest.Start(t)
-	c := client.NewLocal(srv.Registry)
+	c := local.New(srv.Registry, identity.System())
 	inf := informer.New(c, api.KindSecret, "default", informer.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

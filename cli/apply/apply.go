@@ -95,7 +95,7 @@ func Apply(ctx context.Context, s *session.Session, objs []manifest.Object) erro
 	}
 	var errs []error
 	for _, m := range objs {
-		kind, ok := session.Resolve(kinds, m.Kind)
+		kind, ok := api.ResolveKind(kinds, m.Kind)
 		if !ok {
 			errs = append(errs, fmt.Errorf("%s: %w", m.Where(), session.UnknownKind(kinds, m.Kind)))
 			continue

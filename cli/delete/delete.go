@@ -104,7 +104,7 @@ func fromManifests(ctx context.Context, s *session.Session, files []string) ([]t
 			return nil, err
 		}
 		for _, o := range objs {
-			kind, ok := session.Resolve(kinds, o.Kind)
+			kind, ok := api.ResolveKind(kinds, o.Kind)
 			if !ok {
 				return nil, fmt.Errorf("%s: %w", o.Where(), session.UnknownKind(kinds, o.Kind))
 			}

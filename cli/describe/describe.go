@@ -1,8 +1,9 @@
 // Package describe is `cairn describe KIND NAME`: a readable summary of one
 // object — its metadata (uid, generation, resourceVersion, creation and
 // deletion times, labels, annotations, finalizers, owners), then its other
-// fields and status as YAML. Secret values are never shown: only their key
-// names and sizes.
+// fields and status as YAML. The values of the fields the kind declares
+// sensitive (api.KindInfo.Sensitive, from discovery) are never shown: only
+// their keys and sizes.
 package describe
 
 import (
@@ -45,12 +46,13 @@ func run(ctx context.Context, s *session.Session, kindName, name string) error {
 	if err != nil {
 		return err
 	}
-	return Write(s.Streams.Out, obj, time.Now())
+	return Write(s.Streams.Out, kind, obj, time.Now())
 }
 
-// Write prints the description of obj to w; now is the time ages are
-// measured to. It returns write errors.
-func Write(w io.Writer, obj *api.Object, now time.Time) error {
+// Write prints the description of obj, an object of kind, to w: of the
+// fields kind declares sensitive, only keys and sizes. now is the time ages
+// are measured to. It returns write errors.
+func Write(w io.Writer, kind api.KindInfo, obj *api.Object, now time.Time) error {
 	var b strings.Builder
 	line := func(label, value string) { fmt.Fprintf(&b, "%-18s%s\n", label+":", value) }
 	line("Name", obj.Name)
@@ -78,16 +80,10 @@ func Write(w io.Writer, obj *api.Object, now time.Time) error {
 	}
 	list(&b, "Owners", owners)
 
-	sensitive := printer.SensitiveFields(obj.Kind)
 	for _, f := range fieldOrder(obj) {
 		title := strings.ToUpper(f[:1]) + f[1:]
-		if slices.Contains(sensitive, f) {
-			sizes := printer.ValueSizes(obj, f)
-			var keys []string
-			for _, k := range slices.Sorted(maps.Keys(sizes)) {
-				keys = append(keys, fmt.Sprintf("%s: %d bytes", k, sizes[k]))
-			}
-			list(&b, title, keys)
+		if slices.Contains(kind.Sensitive, f) {
+			hidden(&b, title, obj, f)
 			continue
 		}
 		raw := obj.Field(f)
@@ -129,6 +125,21 @@ func fieldOrder(obj *api.Object) []string {
 		out = append(out, api.FieldStatus)
 	}
 	return out
+}
+
+// hidden prints what may be shown of a sensitive field: its keys and the
+// size of each value, or the size of the whole value.
+func hidden(b *strings.Builder, title string, obj *api.Object, field string) {
+	h, _ := printer.Hide(obj, field)
+	if h.Sizes == nil {
+		fmt.Fprintf(b, "%-18s%d bytes\n", title+":", h.Size)
+		return
+	}
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(h.Sizes)) {
+		keys = append(keys, fmt.Sprintf("%s: %d bytes", k, h.Sizes[k]))
+	}
+	list(b, title, keys)
 }
 
 // list prints a label with one value per line, or "<none>".

@@ -8,8 +8,26 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/clitest"
+	"cairn.dev/cairn/kinds"
+	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/server/servertest"
 )
+
+// Vault is a test kind declaring sensitive fields other than a Secret's: a
+// map of plain strings and a single string.
+type Vault struct {
+	api.TypeMeta   `json:",inline"`
+	api.ObjectMeta `json:"metadata"`
+	Credentials    map[string]string `json:"credentials,omitempty"`
+	Token          string            `json:"token,omitempty"`
+	Spec           map[string]string `json:"spec,omitempty"`
+}
+
+func vaultKind() registry.Kind {
+	return registry.Define(registry.Spec[*Vault]{
+		Kind: "Vault", Namespaced: true, Sensitive: []string{"credentials", "token"},
+	})
+}
 
 func TestDescribe_SecretShowsMetadataAndKeySizesNeverValues(t *testing.T) {
 	srv := servertest.Start(t)
@@ -22,7 +40,7 @@ func TestDescribe_SecretShowsMetadataAndKeySizesNeverValues(t *testing.T) {
 	if r.Error != nil {
 		t.Fatalf("apply: %v %s", r.Error, r.Err)
 	}
-	if _, _, err := srv.Registry.Delete(context.Background(), "Secret", "team", "db", api.DeleteOptions{}); err != nil {
+	if _, _, err := srv.Registry.Delete(context.Background(), api.KindSecret, "team", "db", api.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	r = clitest.Run(t, srv.URL, srv.Token, "describe", "secret", "db", "-n", "team")
@@ -68,5 +86,39 @@ func TestDescribe_SpecAndStatusAsYAML(t *testing.T) {
 	r = clitest.Run(t, srv.URL, srv.Token, "describe", "secret", "missing")
 	if r.Error == nil || !strings.Contains(r.Err, `"missing" not found`) {
 		t.Errorf("describe of a missing object: %v %q", r.Error, r.Err)
+	}
+}
+
+// TestDescribe_HidesTheFieldsTheKindDeclaresSensitive: the sensitive
+// fields come from the kind's declaration through discovery, not from a
+// list of kinds in the CLI.
+func TestDescribe_HidesTheFieldsTheKindDeclaresSensitive(t *testing.T) {
+	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(), vaultKind())...))
+	r := clitest.RunContext(context.Background(), t, srv.URL, srv.Token, clitest.Cmd{
+		Args: []string{"apply", "-f", "-"},
+		Stdin: "kind: Vault\nmetadata: {name: v}\n" +
+			"credentials: {apiKey: s3cr3t-key, pin: pin-0042}\ntoken: tok-123456\nspec: {visible: shown-value}\n",
+	}, nil)
+	if r.Error != nil {
+		t.Fatalf("apply: %v %s", r.Error, r.Err)
+	}
+	r = clitest.Run(t, srv.URL, srv.Token, "describe", "vault", "v")
+	if r.Error != nil {
+		t.Fatalf("describe: %v %s", r.Error, r.Err)
+	}
+	for _, re := range []string{
+		`(?m)^Kind: +Vault$`,
+		`(?m)^Credentials: +apiKey: 10 bytes\n +pin: 8 bytes$`,
+		`(?m)^Token: +10 bytes$`,
+		`(?m)^Spec:\n  visible: shown-value$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(r.Out) {
+			t.Errorf("describe output does not match %s:\n%s", re, r.Out)
+		}
+	}
+	for _, v := range []string{"s3cr3t-key", "pin-0042", "tok-123456"} {
+		if strings.Contains(r.Out, v) {
+			t.Errorf("describe printed the sensitive value %q:\n%s", v, r.Out)
+		}
 	}
 }

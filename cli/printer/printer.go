@@ -1,8 +1,10 @@
 // Package printer prints cairn objects for `cairn get`: tables built from a
 // kind's discovery printer columns (NAME first, NAMESPACE before it across
 // namespaces, AGE like kubectl), `-o wide`, `-o name`, `-o yaml` and
-// `-o json`. Secret values never appear in tables or in listings; only the
-// YAML or JSON of a single object fetched by name carries them.
+// `-o json`. The values of the fields a kind declares sensitive
+// (api.KindInfo.Sensitive, from discovery: a Secret's data and stringData)
+// never appear in tables, listings or watches, only their keys and sizes;
+// the YAML or JSON of a single object fetched by name carries them.
 package printer
 
 import (
@@ -120,10 +122,10 @@ func (p *Printer) columns() []column {
 
 // cell renders one printer column of an object.
 func (p *Printer) cell(m map[string]any, c api.Column) string {
-	path := strings.Split(strings.TrimPrefix(c.Path, "."), ".")
-	if slices.Contains(SensitiveFields(p.kind.Kind), path[0]) && c.Format != "count" {
+	if IsSensitive(p.kind.Sensitive, c.Path) && c.Format != "count" {
 		return "<hidden>"
 	}
+	path := strings.Split(strings.TrimPrefix(c.Path, "."), ".")
 	var v any = m
 	for _, part := range path {
 		mm, ok := v.(map[string]any)
@@ -201,71 +203,12 @@ func FormatLabels(l map[string]string) string {
 	return strings.Join(parts, ",")
 }
 
-// SensitiveFields names the top-level fields of a kind whose values must
-// not be shown outside a single object's YAML or JSON.
-func SensitiveFields(kind string) []string {
-	if kind == "Secret" {
-		return []string{"data", "stringData"}
-	}
-	return nil
-}
-
-// Redact returns a copy of obj whose sensitive values are replaced by their
-// size ("<redacted: 12 bytes>"); obj itself is not changed. Objects of other
-// kinds come back as they are.
-func Redact(obj *api.Object) *api.Object {
-	fields := SensitiveFields(obj.Kind)
-	if len(fields) == 0 {
-		return obj
-	}
-	c := obj.DeepCopy()
-	for _, f := range fields {
-		sizes := ValueSizes(obj, f)
-		if sizes == nil {
-			continue
-		}
-		red := make(map[string]string, len(sizes))
-		for k, n := range sizes {
-			red[k] = fmt.Sprintf("<redacted: %d bytes>", n)
-		}
-		raw, _ := marshal(red)
-		c.SetField(f, raw)
-	}
-	return c
-}
-
-// ValueSizes returns the byte size of each value of the map field of obj,
-// decoding base64 for "data"; nil when the field is absent or not a map of
-// strings.
-func ValueSizes(obj *api.Object, field string) map[string]int {
-	raw := obj.Field(field)
-	if raw == nil {
-		return nil
-	}
-	var m map[string]string
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil
-	}
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		n := len(v)
-		if field == "data" {
-			var b []byte
-			if err := json.Unmarshal(fmt.Appendf(nil, "%q", v), &b); err == nil {
-				n = len(b)
-			}
-		}
-		out[k] = n
-	}
-	return out
-}
-
 // ObjectName is how `-o name` and command messages name an object:
 // "secret/db".
 func ObjectName(kind, name string) string { return strings.ToLower(kind) + "/" + name }
 
 // PrintObject prints one object that was asked for by name. Its YAML or
-// JSON is complete, Secret values included; a table shows one row. It
+// JSON is complete, sensitive values included; a table shows one row. It
 // returns write and encoding errors.
 func (p *Printer) PrintObject(obj *api.Object) error {
 	switch p.opts.Format {
@@ -283,7 +226,7 @@ func (p *Printer) PrintList(objs []*api.Object) error {
 	case YAML, JSON:
 		items := make([]*api.Object, 0, len(objs))
 		for _, o := range objs {
-			items = append(items, Redact(o))
+			items = append(items, Redact(o, p.kind.Sensitive))
 		}
 		return p.document(struct {
 			APIVersion string        `json:"apiVersion"`
@@ -320,7 +263,7 @@ func (p *Printer) PrintList(objs []*api.Object) error {
 func (p *Printer) PrintRow(obj *api.Object) error {
 	switch p.opts.Format {
 	case YAML, JSON:
-		return p.document(Redact(obj))
+		return p.document(Redact(obj, p.kind.Sensitive))
 	case Name:
 		_, err := fmt.Fprintln(p.w, ObjectName(obj.Kind, obj.Name))
 		return err

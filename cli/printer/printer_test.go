@@ -3,6 +3,7 @@ package printer
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,8 @@ var installation = api.KindInfo{
 }
 
 var secret = api.KindInfo{
-	Kind: "Secret", Plural: "secrets", Namespaced: true,
+	Kind: api.KindSecret, Plural: "secrets", Namespaced: true,
+	Sensitive: []string{"data", "stringData"},
 	Columns: []api.Column{
 		{Name: "Type", Path: ".type"},
 		{Name: "Data", Path: ".data", Format: "count"},
@@ -98,7 +100,7 @@ func TestPrintList_Tables(t *testing.T) {
 
 func TestPrintList_ClusterScopedKindHasNoNamespaceColumn(t *testing.T) {
 	var out bytes.Buffer
-	p := New(&out, api.KindInfo{Kind: "Namespace", Columns: []api.Column{{Name: "Status", Path: ".status.phase"}}},
+	p := New(&out, api.KindInfo{Kind: api.KindNamespace, Columns: []api.Column{{Name: "Status", Path: ".status.phase"}}},
 		Options{AllNamespaces: true, Now: func() time.Time { return now }})
 	ns := obj(t, `{"kind":"Namespace","metadata":{"name":"default","creationTimestamp":"2026-11-18T10:00:00Z"},"status":{"phase":"Active"}}`)
 	if err := p.PrintList([]*api.Object{ns}); err != nil {
@@ -129,51 +131,162 @@ func TestPrintRow_AlignsWithTableAndStartsWithHeader(t *testing.T) {
 	}
 }
 
-func TestSecret_ValuesNeverInTablesOrListings(t *testing.T) {
-	s := `{"kind":"Secret","metadata":{"name":"db","namespace":"default","creationTimestamp":"2026-11-22T09:00:00Z"},
-		"type":"Opaque","data":{"password":"aHVudGVyMg==","user":"YWRtaW4="}}`
-	const value, encoded = "hunter2", "aHVudGVyMg=="
-	for _, f := range []Format{Table, Wide, Name, YAML, JSON} {
-		t.Run("list "+string(f), func(t *testing.T) {
+// vault is a test kind whose sensitive fields are not a Secret's: a map
+// of plain strings and a single string.
+var vault = api.KindInfo{
+	Kind: "Vault", Plural: "vaults", Namespaced: true,
+	Sensitive: []string{"credentials", "token"},
+	Columns: []api.Column{
+		{Name: "Keys", Path: ".credentials", Format: "count"},
+		{Name: "Token", Path: ".token"},
+	},
+}
+
+// TestSensitiveFields_ValuesNeverInTablesListingsOrWatches: whatever kind
+// declares them, sensitive values show as "<hidden>" in tables and as
+// their sizes in listed or watched YAML and JSON; a single object asked
+// for by name keeps them, and the printed object is never changed.
+func TestSensitiveFields_ValuesNeverInTablesListingsOrWatches(t *testing.T) {
+	tests := []struct {
+		name     string
+		kind     api.KindInfo
+		obj      string
+		values   []string // must never appear outside a single object
+		redacted []string // must appear in listed YAML/JSON
+		table    string   // the table's row
+		single   string   // in the single object's YAML
+	}{
+		{
+			name: "Secret data",
+			kind: secret,
+			obj: `{"kind":"Secret","metadata":{"name":"db","namespace":"default","creationTimestamp":"2026-11-22T09:00:00Z"},
+				"type":"Opaque","data":{"password":"aHVudGVyMg==","user":"YWRtaW4="}}`,
+			values:   []string{"hunter2", "aHVudGVyMg==", "YWRtaW4="},
+			redacted: []string{"<redacted: 7 bytes>", "<redacted: 5 bytes>"},
+			table:    "db     Opaque   2      <hidden>   60m",
+			single:   "password: aHVudGVyMg==",
+		},
+		{
+			name: "a test kind's map and string fields",
+			kind: vault,
+			obj: `{"kind":"Vault","metadata":{"name":"v","namespace":"default","creationTimestamp":"2026-11-22T09:00:00Z"},
+				"credentials":{"apiKey":"s3cr3t-key","pin":"1234"},"token":"tok-123456","spec":{"visible":"yes"}}`,
+			values:   []string{"s3cr3t-key", "1234", "tok-123456"},
+			redacted: []string{"apiKey", "<redacted: 10 bytes>", "<redacted: 4 bytes>", "yes"},
+			table:    "v      2      <hidden>   60m",
+			single:   "token: tok-123456",
+		},
+	}
+	for _, tt := range tests {
+		for _, f := range []Format{Table, Wide, Name, YAML, JSON} {
+			t.Run(tt.name+"/list "+string(f), func(t *testing.T) {
+				var out bytes.Buffer
+				p := New(&out, tt.kind, Options{Format: f, Now: func() time.Time { return now }})
+				if err := p.PrintList([]*api.Object{obj(t, tt.obj)}); err != nil {
+					t.Fatal(err)
+				}
+				for _, v := range tt.values {
+					if strings.Contains(out.String(), v) {
+						t.Errorf("sensitive value %q printed:\n%s", v, out.String())
+					}
+				}
+				if f == YAML || f == JSON {
+					for _, r := range tt.redacted {
+						if !strings.Contains(out.String(), r) {
+							t.Errorf("%q missing:\n%s", r, out.String())
+						}
+					}
+				}
+				if f == Table && !strings.Contains(out.String(), tt.table) {
+					t.Errorf("table lacks %q:\n%s", tt.table, out.String())
+				}
+			})
+			t.Run(tt.name+"/watch "+string(f), func(t *testing.T) {
+				var out bytes.Buffer
+				p := New(&out, tt.kind, Options{Format: f, Now: func() time.Time { return now }})
+				if err := p.PrintRow(obj(t, tt.obj)); err != nil {
+					t.Fatal(err)
+				}
+				for _, v := range tt.values {
+					if strings.Contains(out.String(), v) {
+						t.Errorf("sensitive value %q printed:\n%s", v, out.String())
+					}
+				}
+			})
+		}
+		t.Run(tt.name+"/single object YAML keeps values", func(t *testing.T) {
 			var out bytes.Buffer
-			p := New(&out, secret, Options{Format: f, Now: func() time.Time { return now }})
-			if err := p.PrintList([]*api.Object{obj(t, s)}); err != nil {
+			o := obj(t, tt.obj)
+			before, _ := json.Marshal(o)
+			if err := New(&out, tt.kind, Options{Format: YAML}).PrintObject(o); err != nil {
 				t.Fatal(err)
 			}
-			if strings.Contains(out.String(), value) || strings.Contains(out.String(), encoded) {
-				t.Errorf("secret value printed:\n%s", out.String())
+			if !strings.Contains(out.String(), tt.single) {
+				t.Errorf("single get -o yaml lost %q:\n%s", tt.single, out.String())
 			}
-			if (f == YAML || f == JSON) && !strings.Contains(out.String(), "<redacted: 7 bytes>") {
-				t.Errorf("redacted size missing:\n%s", out.String())
-			}
-			if f == Table && !strings.Contains(out.String(), "db     Opaque   2      <hidden>   60m") {
-				t.Errorf("table:\n%s", out.String())
-			}
-		})
-		t.Run("watch "+string(f), func(t *testing.T) {
-			var out bytes.Buffer
-			p := New(&out, secret, Options{Format: f, Now: func() time.Time { return now }})
-			if err := p.PrintRow(obj(t, s)); err != nil {
+			var list bytes.Buffer
+			if err := New(&list, tt.kind, Options{Format: JSON}).PrintList([]*api.Object{o}); err != nil {
 				t.Fatal(err)
 			}
-			if strings.Contains(out.String(), value) || strings.Contains(out.String(), encoded) {
-				t.Errorf("secret value printed:\n%s", out.String())
+			if after, _ := json.Marshal(o); !bytes.Equal(before, after) {
+				t.Errorf("printing changed the object:\n%s\n%s", before, after)
 			}
 		})
 	}
-	t.Run("single object YAML keeps values", func(t *testing.T) {
+}
+
+// TestSensitiveFields_OnlyWhatTheKindDeclares: redaction follows the
+// kind's declaration, not its name or a field's name.
+func TestSensitiveFields_OnlyWhatTheKindDeclares(t *testing.T) {
+	undeclared := api.KindInfo{Kind: api.KindSecret, Plural: "secrets", Namespaced: true,
+		Columns: []api.Column{{Name: "Data", Path: ".data.k"}}}
+	o := obj(t, `{"kind":"Secret","metadata":{"name":"plain","creationTimestamp":"2026-11-22T09:00:00Z"},"data":{"k":"dmFsdWU="}}`)
+	for _, f := range []Format{Table, JSON} {
 		var out bytes.Buffer
-		o := obj(t, s)
-		if err := New(&out, secret, Options{Format: YAML}).PrintObject(o); err != nil {
+		if err := New(&out, undeclared, Options{Format: f, Now: func() time.Time { return now }}).PrintList([]*api.Object{o}); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(out.String(), "password: "+encoded) {
-			t.Errorf("single get -o yaml lost the value:\n%s", out.String())
+		if !strings.Contains(out.String(), "dmFsdWU=") || strings.Contains(out.String(), "redacted") || strings.Contains(out.String(), "<hidden>") {
+			t.Errorf("-o %q of a kind declaring nothing sensitive:\n%s", f, out.String())
 		}
-		if !strings.Contains(string(o.Fields["data"]), encoded) {
-			t.Errorf("object was modified")
+	}
+}
+
+func TestHide_KeysAndSizesOnly(t *testing.T) {
+	o := obj(t, `{"kind":"X","metadata":{"name":"x"},
+		"data":{"a":"aHVudGVyMg==","b":"not base64!"},"stringData":{"p":"hunter2"},
+		"token":"abc","nested":{"n":{"deep":1}},"list":[1,2],"empty":null}`)
+	tests := []struct {
+		field string
+		want  Hidden
+		ok    bool
+	}{
+		{"data", Hidden{Sizes: map[string]int{"a": 7, "b": 11}}, true},
+		{"stringData", Hidden{Sizes: map[string]int{"p": 7}}, true},
+		{"token", Hidden{Size: 3}, true},
+		{"nested", Hidden{Sizes: map[string]int{"n": len(`{"deep":1}`)}}, true},
+		{"list", Hidden{Size: len(`[1,2]`)}, true},
+		{"empty", Hidden{}, false},
+		{"absent", Hidden{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := Hide(o, tt.field)
+		if ok != tt.ok || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Hide(%s) = %+v, %v; want %+v, %v", tt.field, got, ok, tt.want, tt.ok)
 		}
-	})
+	}
+}
+
+func TestIsSensitive_ByTopLevelField(t *testing.T) {
+	sensitive := []string{"data", "stringData"}
+	for path, want := range map[string]bool{
+		".data": true, ".data.password": true, "data.k": true, "stringData": true,
+		".database": false, ".spec.data": false, ".status": false, "": false,
+	} {
+		if got := IsSensitive(sensitive, path); got != want {
+			t.Errorf("IsSensitive(%q) = %v, want %v", path, got, want)
+		}
+	}
 }
 
 func TestPrintObject_JSONKeepsEnvelopeOrder(t *testing.T) {

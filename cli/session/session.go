@@ -111,14 +111,14 @@ func (s *Session) Kinds(ctx context.Context) ([]api.KindInfo, error) {
 }
 
 // Kind resolves what a user typed — a kind, its plural or a short name, in
-// any case — through discovery. An unknown kind is an error listing the
-// kinds the server serves.
+// any case — through discovery, with api.ResolveKind. An unknown kind is an
+// error listing the kinds the server serves (UnknownKind).
 func (s *Session) Kind(ctx context.Context, name string) (api.KindInfo, error) {
 	kinds, err := s.Kinds(ctx)
 	if err != nil {
 		return api.KindInfo{}, err
 	}
-	if k, ok := Resolve(kinds, name); ok {
+	if k, ok := api.ResolveKind(kinds, name); ok {
 		return k, nil
 	}
 	return api.KindInfo{}, UnknownKind(kinds, name)
@@ -133,18 +133,6 @@ func (s *Session) KindClient(ctx context.Context, name string) (api.KindInfo, cl
 	}
 	c, err := s.Client()
 	return kind, c, err
-}
-
-// Resolve finds name among kinds by kind, plural or short name, ignoring
-// case.
-func Resolve(kinds []api.KindInfo, name string) (api.KindInfo, bool) {
-	for _, k := range kinds {
-		if strings.EqualFold(k.Kind, name) || strings.EqualFold(k.Plural, name) ||
-			slices.ContainsFunc(k.ShortNames, func(s string) bool { return strings.EqualFold(s, name) }) {
-			return k, true
-		}
-	}
-	return api.KindInfo{}, false
 }
 
 // UnknownKind is the error for a kind the server does not serve; it lists

@@ -17,8 +17,9 @@ type Condition struct {
 	// met reports whether obj (nil when the object does not exist) fulfils
 	// the condition.
 	met func(obj *api.Object) bool
-	// describe says what was seen of obj, for timeout messages.
-	describe func(obj *api.Object) string
+	// describe says what was seen of obj, for timeout messages, never
+	// showing the values of the kind's sensitive fields.
+	describe func(obj *api.Object, sensitive []string) string
 	// deletion conditions are also met when the object is replaced by
 	// another with the same name (a different uid).
 	deletion bool
@@ -67,7 +68,7 @@ func Deleted() Condition {
 	return Condition{
 		Description: "be deleted",
 		met:         func(obj *api.Object) bool { return obj == nil },
-		describe: func(obj *api.Object) string {
+		describe: func(obj *api.Object, _ []string) string {
 			if obj == nil {
 				return "it is gone"
 			}
@@ -89,7 +90,8 @@ func Phase(p string) Condition {
 }
 
 // JSONPath is met when the value at the dotted path (".status.x") renders
-// as value. Paths into a Secret's values are never shown in messages.
+// as value. Values at paths into the kind's sensitive fields are never
+// shown in messages.
 func JSONPath(path, value string) Condition {
 	path = "." + strings.TrimPrefix(path, ".")
 	lookup := func(obj *api.Object) (string, bool) {
@@ -111,7 +113,7 @@ func JSONPath(path, value string) Condition {
 			got, ok := lookup(obj)
 			return ok && got == value
 		},
-		describe: func(obj *api.Object) string {
+		describe: func(obj *api.Object, sensitive []string) string {
 			if obj == nil {
 				return "it does not exist"
 			}
@@ -119,7 +121,7 @@ func JSONPath(path, value string) Condition {
 			switch {
 			case !ok:
 				return path + " is not set"
-			case isSensitive(obj, path):
+			case printer.IsSensitive(sensitive, path):
 				return path + " has another value"
 			default:
 				return fmt.Sprintf("%s is %q", path, got)
@@ -134,14 +136,4 @@ func jsonScalar(v any) any {
 		return int64(f)
 	}
 	return v
-}
-
-func isSensitive(obj *api.Object, path string) bool {
-	first := strings.SplitN(strings.TrimPrefix(path, "."), ".", 2)[0]
-	for _, f := range printer.SensitiveFields(obj.Kind) {
-		if f == first {
-			return true
-		}
-	}
-	return false
 }

@@ -112,7 +112,7 @@ func Until(ctx context.Context, c client.Interface, kind api.KindInfo, ns, name 
 			what += " in namespace " + ns
 		}
 		return w.last, &TimeoutError{Object: what, Condition: cond.Description,
-			LastSeen: cond.describe(w.last), Timeout: timeout}
+			LastSeen: cond.describe(w.last, kind.Sensitive), Timeout: timeout}
 	}
 	return w.last, err
 }

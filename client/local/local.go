@@ -1,4 +1,14 @@
-package client
+// Package local is the in-process cairn client: it implements
+// client.Interface by calling a registry in the same process, with the same
+// semantics and errors as the HTTP client and no serialization. It is the
+// only client-side package that links the registry (and through it the
+// store): controllers import package client and are handed a local client
+// by the process that runs them.
+//
+// A local client acts as the identity it is built with, explicitly:
+// controllers inside `cairn server` use identity.System(). Nothing falls
+// back to an admin.
+package local
 
 import (
 	"bytes"
@@ -8,60 +18,69 @@ import (
 	"io"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/registry"
 )
 
-// localClient implements Interface by calling a registry in-process, as the
-// system identity (an admin): what controllers running inside the server
-// use. It has the same semantics and errors as the HTTP client, without
-// serialization.
+// localClient implements client.Interface by calling a registry
+// in-process as one identity.
 type localClient struct {
-	r *registry.Registry
+	r  *registry.Registry
+	as identity.User
 }
 
-// NewLocal returns a client that calls r directly. Every call runs as
-// identity.System(), whatever identity ctx carries.
-func NewLocal(r *registry.Registry) Interface { return &localClient{r: r} }
+// New returns a client that calls reg directly and acts as the caller as:
+// every call runs with as in its context (identity.From), whatever identity
+// ctx carries, so the registry, its authorization and the kinds' hooks see
+// as as the caller. A zero User is no identity: identity.From reports none
+// and whatever checks the caller refuses it; nothing falls back to an
+// admin.
+func New(reg *registry.Registry, as identity.User) client.Interface {
+	return &localClient{r: reg, as: as}
+}
 
-func sys(ctx context.Context) context.Context { return identity.With(ctx, identity.System()) }
+// caller returns ctx carrying the client's identity.
+func (c *localClient) caller(ctx context.Context) context.Context {
+	return identity.With(ctx, c.as)
+}
 
 func (c *localClient) Create(ctx context.Context, obj *api.Object) (*api.Object, error) {
-	return c.r.Create(sys(ctx), obj)
+	return c.r.Create(c.caller(ctx), obj)
 }
 
 func (c *localClient) Get(ctx context.Context, kind, ns, name string) (*api.Object, error) {
-	return c.r.Get(sys(ctx), kind, ns, name)
+	return c.r.Get(c.caller(ctx), kind, ns, name)
 }
 
 func (c *localClient) List(ctx context.Context, kind, ns string, opts api.ListOptions) (*api.List, error) {
-	return c.r.List(sys(ctx), kind, ns, opts)
+	return c.r.List(c.caller(ctx), kind, ns, opts)
 }
 
 func (c *localClient) Update(ctx context.Context, obj *api.Object) (*api.Object, error) {
-	return c.r.Update(sys(ctx), obj)
+	return c.r.Update(c.caller(ctx), obj)
 }
 
 func (c *localClient) UpdateStatus(ctx context.Context, obj *api.Object) (*api.Object, error) {
-	return c.r.UpdateStatus(sys(ctx), obj)
+	return c.r.UpdateStatus(c.caller(ctx), obj)
 }
 
 func (c *localClient) Patch(ctx context.Context, kind, ns, name string, patch []byte, status bool) (*api.Object, error) {
-	return c.r.Patch(sys(ctx), kind, ns, name, patch, status)
+	return c.r.Patch(c.caller(ctx), kind, ns, name, patch, status)
 }
 
 func (c *localClient) Delete(ctx context.Context, kind, ns, name string, opts api.DeleteOptions) (*api.Object, bool, error) {
-	return c.r.Delete(sys(ctx), kind, ns, name, opts)
+	return c.r.Delete(c.caller(ctx), kind, ns, name, opts)
 }
 
 func (c *localClient) Watch(ctx context.Context, kind, ns string, opts api.ListOptions) (api.Watcher, error) {
-	return c.r.Watch(sys(ctx), kind, ns, opts)
+	return c.r.Watch(c.caller(ctx), kind, ns, opts)
 }
 
 func (c *localClient) Kinds(context.Context) ([]api.KindInfo, error) { return c.r.Kinds(), nil }
 
 // action finds the registered action a request addresses.
-func (c *localClient) action(req ActionRequest) (*registry.Action, error) {
+func (c *localClient) action(req client.ActionRequest) (*registry.Action, error) {
 	k, err := c.r.Lookup(req.Kind)
 	if err != nil {
 		return nil, err
@@ -71,25 +90,25 @@ func (c *localClient) action(req ActionRequest) (*registry.Action, error) {
 		if a.Name != req.Action || a.Collection != (req.Name == "") {
 			continue
 		}
-		if a.Method != req.method() {
-			return nil, api.NewStatus(api.ReasonMethodNotAllowed, "%s %s/%s does not accept %s", k.Kind, k.Plural, a.Name, req.method())
+		if a.Method != req.HTTPMethod() {
+			return nil, api.NewStatus(api.ReasonMethodNotAllowed, "%s %s/%s does not accept %s", k.Kind, k.Plural, a.Name, req.HTTPMethod())
 		}
 		return a, nil
 	}
 	return nil, api.NewStatus(api.ReasonNotFound, "%s has no action %q", k.Kind, req.Action)
 }
 
-func (c *localClient) run(ctx context.Context, req ActionRequest) (registry.ActionResult, error) {
+func (c *localClient) run(ctx context.Context, req client.ActionRequest) (registry.ActionResult, error) {
 	a, err := c.action(req)
 	if err != nil {
 		return registry.ActionResult{}, err
 	}
-	return a.Handle(sys(ctx), registry.ActionRequest{
+	return a.Handle(c.caller(ctx), registry.ActionRequest{
 		Namespace: req.Namespace, Name: req.Name, Query: req.Query, Body: req.Body,
 	})
 }
 
-func (c *localClient) Action(ctx context.Context, req ActionRequest) ([]byte, error) {
+func (c *localClient) Action(ctx context.Context, req client.ActionRequest) ([]byte, error) {
 	res, err := c.run(ctx, req)
 	if err != nil {
 		return nil, err
@@ -108,12 +127,12 @@ func (c *localClient) Action(ctx context.Context, req ActionRequest) ([]byte, er
 	}
 	b, err := json.Marshal(res.Object)
 	if err != nil {
-		return nil, fmt.Errorf("client: action %s: encode result: %w", req.Action, err)
+		return nil, fmt.Errorf("local: action %s: encode result: %w", req.Action, err)
 	}
 	return b, nil
 }
 
-func (c *localClient) ActionStream(ctx context.Context, req ActionRequest) (io.ReadCloser, error) {
+func (c *localClient) ActionStream(ctx context.Context, req client.ActionRequest) (io.ReadCloser, error) {
 	res, err := c.run(ctx, req)
 	if err != nil {
 		return nil, err
@@ -124,7 +143,7 @@ func (c *localClient) ActionStream(ctx context.Context, req ActionRequest) (io.R
 		}
 		b, err := json.Marshal(res.Object)
 		if err != nil {
-			return nil, fmt.Errorf("client: action %s: encode result: %w", req.Action, err)
+			return nil, fmt.Errorf("local: action %s: encode result: %w", req.Action, err)
 		}
 		return io.NopCloser(bytes.NewReader(b)), nil
 	}
