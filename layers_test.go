@@ -29,6 +29,7 @@ var allowed = map[string][]string{
 	"controller": {"api", "client", "informer"},
 	"gc":         {"api", "client", "controller", "informer"},
 	"leader":     {},
+	"runtime":    {"runtime"},
 	"daemon":     {"api", "auth", "client", "gc", "kinds", "leader", "registry", "server", "store"},
 	"cli":        {"api", "client", "cli", "daemon"},
 	"cmd":        {"cli"},
