@@ -33,7 +33,8 @@ var (
 	ErrClosed = errors.New("runtime: closed")
 )
 
-// Runtime runs units. Implementations are safe for concurrent use.
+// Runtime runs units. Implementations are safe for concurrent use, and
+// every method returns ErrClosed once the implementation was closed.
 type Runtime interface {
 	// Start creates the unit's workspace, writes its files and starts its
 	// command. It blocks until the command has started or failed to start.
@@ -73,8 +74,10 @@ type Runtime interface {
 	// exports it wrote), by a relative name that must stay inside the
 	// workspace (symbolic links included). It does not wait for the unit.
 	// Errors: ErrNotFound if the unit or the file does not exist or the
-	// workspace was cleaned up, ErrInvalid for a name that is not a local
-	// relative path or a file too large to read.
+	// workspace was cleaned up; ErrInvalid for a name that is not a local
+	// relative path, a file that is not a regular file, or one too large;
+	// another error for a file that cannot be read, such as a symbolic link
+	// leading out of the workspace.
 	ReadFile(ctx context.Context, id, name string) ([]byte, error)
 
 	// Cleanup removes the unit's workspace, killing the unit first (as Kill,

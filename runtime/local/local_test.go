@@ -395,3 +395,30 @@ func TestLocal_SecondOwnerOfRootIsRefused(t *testing.T) {
 	}
 	_ = rt2.Close()
 }
+
+func TestLocal_ConcurrentStartsOfOneIDStartItOnce(t *testing.T) {
+	rt := newRuntime(t, t.TempDir(), 5*time.Second)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = rt.Start(ctxFor(t), shSpec("race", "echo once"))
+		}()
+	}
+	wg.Wait()
+	started := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			started++
+		case !errors.Is(err, runtime.ErrExists):
+			t.Fatalf("Start: %v, want nil or ErrExists", err)
+		}
+	}
+	mustWait(t, rt, "race")
+	if got := readLogs(t, rt, "race"); started != 1 || got != "once\n" {
+		t.Fatalf("%d Starts succeeded, log %q; want exactly one", started, got)
+	}
+}
