@@ -1,0 +1,240 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"cairn.dev/cairn/runtime"
+)
+
+// Start creates the unit's workspace and files and starts its command under
+// a supervisor; see runtime.Runtime. Any failure after the spec was accepted
+// leaves a Failed unit with the reason rather than an error, so the caller
+// always finds out through the unit's state.
+func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.State, error) {
+	if err := runtime.ValidateSpec(spec); err != nil {
+		return runtime.State{}, err
+	}
+	u, err := r.reserve(spec.ID)
+	if err != nil {
+		return runtime.State{}, err
+	}
+	defer r.inflight.Done()
+	err = r.launch(ctx, u, spec)
+	u.mu.Lock()
+	u.starting = false
+	u.mu.Unlock()
+	if err != nil { // ctx ended: the monitor takes over from here
+		rec, _, _ := u.snapshot()
+		return rec.State, err
+	}
+	r.refresh(u)
+	for { // the report came; the files it announced settle the phase
+		rec, changed, _ := u.snapshot()
+		if rec.State.Phase != runtime.PhasePending {
+			return rec.State, nil
+		}
+		select {
+		case <-ctx.Done():
+			return rec.State, ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+// reserve takes the unit's ID, on disk and in memory, or returns
+// runtime.ErrExists. The unit is Pending and marked as starting.
+func (r *Runtime) reserve(id string) (*unit, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, runtime.ErrClosed
+	}
+	if _, ok := r.byID[id]; ok {
+		return nil, fmt.Errorf("%w: %s", runtime.ErrExists, id)
+	}
+	u := newUnit(id, filepath.Join(r.units, id))
+	if err := os.Mkdir(u.dir, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("%w: %s", runtime.ErrExists, id)
+		}
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	u.rec = record{ID: id, State: runtime.State{Phase: runtime.PhasePending}}
+	u.starting = true
+	if err := writeJSON(filepath.Join(u.dir, stateFile), u.rec); err != nil {
+		_ = os.RemoveAll(u.dir)
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	r.byID[id] = u
+	r.inflight.Add(1)
+	return u, nil
+}
+
+// launch prepares the workspace and hands the command to a new supervisor.
+// It records failures in the unit and returns an error only when ctx ends
+// while it waits for the supervisor's report.
+func (r *Runtime) launch(ctx context.Context, u *unit, spec runtime.Spec) error {
+	failed := func(format string, args ...any) error {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		rec := u.rec
+		rec.State = runtime.State{Phase: runtime.PhaseFailed, ExitCode: -1,
+			Reason: fmt.Sprintf(format, args...), Ended: r.opts.Now()}
+		r.commit(u, rec)
+		return nil
+	}
+	ws := filepath.Join(u.dir, workspaceName)
+	dir, err := prepareWorkspace(ws, spec)
+	if err != nil {
+		return failed("cannot prepare the workspace: %v", err)
+	}
+	env := unitEnv(spec, ws)
+	pathEnv := defaultPath
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	exe, err := lookPath(spec.Argv[0], pathEnv, dir)
+	if err != nil {
+		return failed("%v", err)
+	}
+
+	logFile, err := os.OpenFile(filepath.Join(u.dir, logFileName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return failed("cannot create the log: %v", err)
+	}
+	defer logFile.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return failed("cannot open %s: %v", os.DevNull, err)
+	}
+	defer devnull.Close()
+	launchR, launchW, err := os.Pipe()
+	if err != nil {
+		return failed("cannot create a pipe: %v", err)
+	}
+	defer launchW.Close()
+	reportR, reportW, err := os.Pipe()
+	if err != nil {
+		_ = launchR.Close()
+		return failed("cannot create a pipe: %v", err)
+	}
+	defer reportR.Close()
+	p, err := os.StartProcess("/proc/self/exe", []string{r.exe, supervisorArg, u.dir}, &os.ProcAttr{
+		Env:   []string{supervisorEnv + "=" + supervisorProtocol},
+		Files: []*os.File{devnull, logFile, logFile, launchR, reportW},
+		Sys:   &syscall.SysProcAttr{Setsid: true},
+	})
+	_ = launchR.Close()
+	_ = reportW.Close()
+	if err != nil {
+		return failed("cannot start the unit's supervisor: %v", err)
+	}
+	sup, err := identify(p.Pid, r.boot) // an unreaped child: always readable
+	if err != nil {
+		sup = procID{Pid: p.Pid, Boot: r.boot}
+	}
+	_ = p.Release() // reaped by the monitor, through alive
+	r.mu.Lock()
+	r.children[sup.Pid] = sup
+	r.mu.Unlock()
+
+	// The supervisor is on record before the command is launched, so a
+	// restarted owner can tell "never launched" from "launched".
+	u.mu.Lock()
+	rec := u.rec
+	rec.Supervisor = sup
+	r.commit(u, rec)
+	u.mu.Unlock()
+
+	if err := json.NewEncoder(launchW).Encode(launch{Path: exe, Argv: spec.Argv, Env: env, Dir: dir}); err != nil {
+		r.log.Warn("cannot hand the launch to the supervisor", "unit", u.id, "err", err)
+	}
+	_ = launchW.Close()
+	stop := context.AfterFunc(ctx, func() { _ = reportR.SetReadDeadline(time.Now()) })
+	defer stop()
+	var rep report
+	if err := json.NewDecoder(reportR).Decode(&rep); err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	// Whatever the report says (or if the supervisor died before it said
+	// anything), proc.json and exit.json tell the same, durably.
+	return nil
+}
+
+// unitEnv is the unit's whole environment: the spec's, plus the workspace
+// variable if the spec names one.
+func unitEnv(spec runtime.Spec, ws string) []string {
+	env := slices.Clone(spec.Env)
+	if spec.WorkspaceEnv != "" {
+		prefix := spec.WorkspaceEnv + "="
+		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, prefix) })
+		env = append(env, prefix+ws)
+	}
+	return env
+}
+
+// prepareWorkspace creates the workspace (0700), writes the spec's files
+// (0600, parents 0700) and the working directory, and returns the working
+// directory's absolute path. All writes go through an os.Root, so nothing
+// lands outside the workspace.
+func prepareWorkspace(ws string, spec runtime.Spec) (string, error) {
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(ws, 0o700); err != nil {
+		return "", err
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	names := make([]string, 0, len(spec.Files))
+	for name := range spec.Files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		clean := path.Clean(name)
+		if d := path.Dir(clean); d != "." {
+			if err := root.MkdirAll(d, 0o700); err != nil {
+				return "", fmt.Errorf("file %q: %w", name, err)
+			}
+		}
+		f, err := root.OpenFile(clean, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return "", fmt.Errorf("file %q: %w", name, err)
+		}
+		_, err = f.Write(spec.Files[name])
+		if err == nil {
+			err = f.Chmod(0o600) // whatever the umask
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", fmt.Errorf("file %q: %w", name, err)
+		}
+	}
+	if spec.Dir == "" {
+		return ws, nil
+	}
+	clean := path.Clean(spec.Dir)
+	if err := root.MkdirAll(clean, 0o700); err != nil {
+		return "", fmt.Errorf("dir %q: %w", spec.Dir, err)
+	}
+	return filepath.Join(ws, filepath.FromSlash(clean)), nil
+}
