@@ -15,27 +15,29 @@ const module = "cairn.dev/cairn/"
 // packages it may import directly. Dependencies point down the layers of
 // the design: store → registry → server → client → controllers → process
 // → cli. The wire types (api) and the caller (identity) import nothing of
-// cairn's, and the client side never imports the server.
+// cairn's, authorization (authz) only those two, and the client side never
+// imports the server.
 var allowed = map[string][]string{
 	"api":        {},
 	"identity":   {},
+	"authz":      {"api", "identity"},
 	"store":      {"store"},
-	"registry":   {"api", "identity", "store"},
-	"kinds":      {"api", "registry"},
+	"registry":   {"api", "authz", "identity", "store"},
+	"kinds":      {"api", "authz", "registry"},
 	"auth":       {"api", "identity", "store"},
-	"server":     {"api", "auth", "identity", "registry", "kinds", "store", "server"},
+	"server":     {"api", "auth", "authz", "identity", "registry", "kinds", "store", "server"},
 	"client":     {"api", "identity", "registry"},
 	"informer":   {"api", "client"},
 	"controller": {"api", "client", "informer"},
 	"gc":         {"api", "client", "controller", "informer"},
 	"leader":     {},
-	"daemon":     {"api", "auth", "client", "gc", "kinds", "leader", "registry", "server", "store"},
+	"daemon":     {"api", "auth", "authz", "client", "gc", "kinds", "leader", "registry", "server", "store"},
 	"cli":        {"api", "client", "cli", "daemon"},
 	"cmd":        {"cli"},
 }
 
 // testOnly may additionally be imported by tests.
-var testOnly = []string{"store/storetest", "server/servertest", "cli/clitest", "kinds", "registry", "server", "store", "daemon", "leader", "client", "informer", "controller", "gc", "identity", "auth"}
+var testOnly = []string{"store/storetest", "server/servertest", "cli/clitest", "kinds", "registry", "server", "store", "daemon", "leader", "client", "informer", "controller", "gc", "identity", "auth", "authz"}
 
 func layerOf(rel string) string { return strings.SplitN(rel, "/", 2)[0] }
 

@@ -61,7 +61,7 @@ func widgetKind() registry.Kind {
 // with an HTTP client and a local client over its registry.
 func start(t *testing.T) (*servertest.Server, map[string]client.Interface) {
 	t.Helper()
-	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(), widgetKind())...))
+	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(kinds.Deps{}), widgetKind())...))
 	hc, err := client.NewHTTP(client.Config{Server: srv.URL, Token: srv.Token})
 	if err != nil {
 		t.Fatal(err)

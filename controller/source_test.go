@@ -25,7 +25,7 @@ func localClient(t *testing.T) client.Interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := registry.New(s, registry.Options{Kinds: kinds.All(), Encryption: enc})
+	reg, err := registry.New(s, registry.Options{Kinds: kinds.All(kinds.Deps{}), Encryption: enc})
 	if err != nil {
 		t.Fatal(err)
 	}

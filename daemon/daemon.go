@@ -21,6 +21,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"cairn.dev/cairn/auth"
+	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/leader"
@@ -131,7 +132,8 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err != nil {
 		return d, err
 	}
-	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(), Encryption: enc,
+	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now}), Encryption: enc,
+		Authorize:        []authz.Rule{authz.AllowUnscoped},
 		BookmarkInterval: opts.BookmarkInterval})
 	if err != nil {
 		return d, err
