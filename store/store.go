@@ -60,6 +60,9 @@ func (s *Store) Client() *clientv3.Client { return s.cli }
 // Get reads one key at the latest revision (a linearizable read). It returns
 // ErrNotFound when the key does not exist.
 func (s *Store) Get(ctx context.Context, key string) (*KV, error) {
+	if err := s.closed(); err != nil {
+		return nil, err
+	}
 	resp, err := s.cli.Get(ctx, key)
 	if err != nil {
 		return nil, s.classify(err)
@@ -76,6 +79,9 @@ func (s *Store) Get(ctx context.Context, key string) (*KV, error) {
 // value read was stale. It returns ErrNotFound when the key does not exist
 // locally.
 func (s *Store) GetStale(ctx context.Context, key string) (*KV, error) {
+	if err := s.closed(); err != nil {
+		return nil, err
+	}
 	resp, err := s.cli.Get(ctx, key, clientv3.WithSerializable())
 	if err != nil {
 		return nil, s.classify(err)
@@ -120,6 +126,9 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (*Lis
 	if opts.Limit > 0 {
 		ops = append(ops, clientv3.WithLimit(opts.Limit))
 	}
+	if err := s.closed(); err != nil {
+		return nil, err
+	}
 	resp, err := s.cli.Get(ctx, from, ops...)
 	if err != nil {
 		return nil, s.classify(err)
@@ -136,6 +145,9 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (*Lis
 
 // Revision returns the store's current revision.
 func (s *Store) Revision(ctx context.Context) (int64, error) {
+	if err := s.closed(); err != nil {
+		return 0, err
+	}
 	resp, err := s.cli.Get(ctx, "\x00", clientv3.WithCountOnly())
 	if err != nil {
 		return 0, s.classify(err)
@@ -182,6 +194,9 @@ func (s *Store) Txn(ctx context.Context, conds []Cond, ops ...Op) (int64, error)
 	for i, o := range ops {
 		eops[i] = o.op
 	}
+	if err := s.closed(); err != nil {
+		return 0, err
+	}
 	resp, err := s.cli.Txn(ctx).If(cmps...).Then(eops...).Commit()
 	if err != nil {
 		return 0, s.classify(err)
@@ -210,6 +225,15 @@ func toKV(kv interface {
 }) *KV {
 	return &KV{Key: string(kv.GetKey()), Value: kv.GetValue(),
 		ModRevision: kv.GetModRevision(), CreateRevision: kv.GetCreateRevision()}
+}
+
+// closed returns ErrUnavailable once the store's client is closed, so that
+// calls fail at once instead of after the client's retries.
+func (s *Store) closed() error {
+	if err := s.cli.Ctx().Err(); err != nil {
+		return fmt.Errorf("%w: the etcd client is closed", ErrUnavailable)
+	}
+	return nil
 }
 
 // classify turns an etcd client failure into the store's declared errors
