@@ -193,7 +193,10 @@ func TestRegistry_KindAndActionRulesGrantAScopedCaller(t *testing.T) {
 		"list gadgets":   func() error { _, err := r.List(worker, "Gadget", "default", api.ListOptions{}); return err },
 		"update":         func() error { _, err := r.Update(worker, out); return err },
 		"a secret":       func() error { _, err := r.Get(worker, "Secret", "default", "src"); return err },
-		"force":          func() error { _, _, err := r.Delete(worker, "Gadget", "default", "g1", api.DeleteOptions{Force: true}); return err },
+		"force": func() error {
+			_, _, err := r.Delete(worker, "Gadget", "default", "g1", api.DeleteOptions{Force: true})
+			return err
+		},
 		"txn": func() error {
 			tx := r.Txn()
 			tx.Create(gadgetObj("g1-extra", ""))
