@@ -50,6 +50,12 @@ type ownerGuard struct {
 // among them may hold its other creates. It is nil for a single write.
 type pending map[string]string
 
+// has reports whether the object at key is created in the transaction.
+func (pend pending) has(key string) bool {
+	_, ok := pend[key]
+	return ok
+}
+
 // conds are every condition of p alone.
 func (r *Registry) conds(p *plan) []store.Cond {
 	c := append(append([]store.Cond(nil), p.self...), r.namespaceGuards(p.ns)...)
@@ -109,11 +115,8 @@ func (r *Registry) planCreate(ctx context.Context, adm *Admission, k *Kind, obj 
 	key := r.key(k, out.Namespace, out.Name)
 	p := &plan{k: k, key: key, self: []store.Cond{store.Absent(key)}, owners: owners,
 		ops: []store.Op{store.Put(key, raw)}, out: out, write: true}
-	if k.Namespaced {
+	if k.Namespaced && (pend == nil || !pend.has(r.namespaceKey(out.Namespace))) {
 		p.ns = out.Namespace
-		if _, created := pend[r.namespaceKey(out.Namespace)]; pend != nil && created {
-			p.ns = ""
-		}
 	}
 	return p, nil
 }

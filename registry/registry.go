@@ -4,9 +4,15 @@
 // owner checks, label selection, paging, watches and secret encryption.
 // The HTTP server and in-process clients both call it, so both behave alike.
 //
-// Every public method needs the caller in its context (identity.With) and
-// refuses a context without one (Unauthorized); it authorizes the caller
-// with the registry's Authorizer (Forbidden). Every method returns
+// Single-object verbs (Create, Update, UpdateStatus, Patch, Delete) and
+// transactions over several objects (Txn) share the same planning: each
+// object's write is planned with every check (plan.go), then its plan is
+// committed alone or with the others in one etcd transaction.
+//
+// Every verb (Get, List, Watch, Create, Update, UpdateStatus, Patch,
+// Delete, Txn.Commit, Act) needs the caller in its context (identity.With)
+// and refuses a context without one (Unauthorized); it authorizes the
+// caller with the registry's Authorizer (Forbidden). Every method returns
 // *api.Status errors (check them with errors.Is against api.ErrNotFound,
 // api.ErrConflict, ...); store failures are mapped to them in one function
 // (apiError).

@@ -107,6 +107,9 @@ func (t *Txn) Commit(ctx context.Context) ([]TxnResult, error) {
 		return nil, api.NewBadRequest("the transaction has already been committed")
 	}
 	t.done = true
+	if len(t.items) == 0 {
+		return nil, nil
+	}
 	if len(t.items) > MaxTxnItems {
 		return nil, api.NewBadRequest("a transaction holds at most %d writes, got %d: split it", MaxTxnItems, len(t.items))
 	}
