@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"api":                          {},
 	"identity":                     {},
 	"store":                        {"store"},
-	"registry":                     {"api", "identity", "store", "registry/internal/watchcache"},
+	"registry":                     {"api", "authz", "identity", "store", "registry/internal/watchcache"},
 	"registry/internal/watchcache": {"api", "store"},
 	"kinds":                        {"api", "authz", "identity", "registry"},
 	"auth":                         {"api", "identity", "store"},

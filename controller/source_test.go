@@ -21,7 +21,7 @@ import (
 // server (embedded etcd): controllers need no HTTP.
 func localClient(t *testing.T) client.Interface {
 	t.Helper()
-	return client.NewLocal(servertest.Start(t).Registry)
+	return local.New(servertest.Start(t).Registry, identity.System())
 }
 
 // keySet records reconciled keys.

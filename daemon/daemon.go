@@ -23,12 +23,13 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/auth"
+	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/kinds"
-	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/leader"
+	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/server"
@@ -136,7 +137,8 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err != nil {
 		return d, err
 	}
-	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(), Encryption: enc,
+	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now}), Encryption: enc,
+		Authorize:        []authz.Rule{authz.AllowUnscoped},
 		BookmarkInterval: opts.BookmarkInterval})
 	if err != nil {
 		return d, err

@@ -16,7 +16,7 @@ import (
 
 func TestCollector_CascadeFinishesWhenTheVictimsDeleteAnswersConflict(t *testing.T) {
 	ch := gc.NewChurn(t)
-	e := newEnv(t, false, servertest.WithKinds(append(kinds.All(), ch.Kind())...))
+	e := newEnv(t, false, servertest.WithKinds(append(kinds.All(kinds.Deps{}), ch.Kind())...))
 	cc := &gc.ConflictCounter{Interface: e.c}
 	// The victim changes under every delete attempt until the collector
 	// has been answered Conflict twice.

@@ -14,11 +14,12 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/registry"
 )
 
 // WidgetKind is a namespaced test kind with no spec, served next to
-// kinds.All() by the servers of the tests that use a Churn.
+// kinds.All(kinds.Deps{}) by the servers of the tests that use a Churn.
 const WidgetKind = "Widget"
 
 // LabelChurn, set to "true" on a Widget, lets a Churn disturb its deletion.
@@ -63,19 +64,22 @@ func (ch *Churn) Start(r *registry.Registry, cond func() bool) {
 	ch.reg.Store(r)
 }
 
-func (ch *Churn) prepareForDelete(w *widget) {
+// prepareForDelete is the Widget's hook. Unlike a real hook, it writes (a
+// hook's Admission.Get cannot): through the registry, as the system.
+func (ch *Churn) prepareForDelete(ctx context.Context, _ *registry.Admission, w *widget) error {
 	r := ch.reg.Load()
 	ch.mu.Lock()
 	cond := ch.cond
 	ch.mu.Unlock()
 	if r == nil || w.Labels[LabelChurn] != "true" || !cond() {
-		return
+		return nil
 	}
 	n := ch.Writes.Add(1)
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"%d"}}}`, LabelChurn, n)
-	if _, err := r.Patch(context.Background(), WidgetKind, w.Namespace, w.Name, patch, false); err != nil {
+	if _, err := r.Patch(identity.With(ctx, identity.System()), WidgetKind, w.Namespace, w.Name, patch, false); err != nil {
 		ch.t.Errorf("churn %s: %v", w.Name, err)
 	}
+	return nil
 }
 
 // NewWidget builds the Widget name in namespace ns, labelled for churn when

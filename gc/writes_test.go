@@ -27,7 +27,7 @@ func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, ni
 func TestCollectorDelete_ConflictIsRetriedUnlessTheVictimIsGoneOrReplaced(t *testing.T) {
 	ctx := context.Background()
 	ch := NewChurn(t)
-	ts := servertest.Start(t, servertest.WithKinds(append(kinds.All(), ch.Kind())...))
+	ts := servertest.Start(t, servertest.WithKinds(append(kinds.All(kinds.Deps{}), ch.Kind())...))
 	cc := &ConflictCounter{Interface: local.New(ts.Registry, identity.System())}
 	// The first Delete of a churning Widget loses every race, once.
 	ch.Start(ts.Registry, func() bool { return cc.Conflicts() == 0 })

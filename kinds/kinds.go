@@ -1,12 +1,26 @@
 // Package kinds registers every kind cairn serves: its Go type, defaults,
-// validation and printer columns, in one place per kind. Later kinds are
-// added here.
+// validation, authorization and printer columns, in one place per kind.
+// Later kinds are added here.
 package kinds
 
-import "cairn.dev/cairn/registry"
+import (
+	"time"
 
-// All returns the definitions of every served kind.
-func All() []registry.Kind {
+	"cairn.dev/cairn/registry"
+)
+
+// Deps are what the kinds need from the process that serves them. Kinds
+// get them here, when they are built, never from globals. Later kinds add
+// theirs (the authenticator, the runtime).
+type Deps struct {
+	// Now returns the current time (nil: time.Now), for kinds whose hooks
+	// set or compare times.
+	Now func() time.Time
+}
+
+// All returns the definitions of every served kind, built with d. (The
+// Namespace and Secret kinds need nothing from d.)
+func All(d Deps) []registry.Kind {
 	return []registry.Kind{
 		Namespace(),
 		Secret(),

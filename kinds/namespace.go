@@ -1,6 +1,8 @@
 package kinds
 
 import (
+	"context"
+
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/registry"
 )
@@ -15,7 +17,13 @@ func Namespace() registry.Kind {
 			{Name: "STATUS", Path: ".status.phase"},
 			{Name: "AGE", Path: ".metadata.creationTimestamp", Format: "age"},
 		},
-		PrepareForCreate: func(ns *api.Namespace) { ns.Status.Phase = api.NamespaceActive },
-		PrepareForDelete: func(ns *api.Namespace) { ns.Status.Phase = api.NamespaceTerminating },
+		PrepareForCreate: func(_ context.Context, _ *registry.Admission, ns *api.Namespace) error {
+			ns.Status.Phase = api.NamespaceActive
+			return nil
+		},
+		PrepareForDelete: func(_ context.Context, _ *registry.Admission, ns *api.Namespace) error {
+			ns.Status.Phase = api.NamespaceTerminating
+			return nil
+		},
 	})
 }

@@ -1,6 +1,7 @@
 package kinds
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"maps"
@@ -42,15 +43,23 @@ func Secret() registry.Kind {
 			{Name: "DATA", Path: ".data", Format: "count"},
 			{Name: "AGE", Path: ".metadata.creationTimestamp", Format: "age"},
 		},
-		PrepareForCreate: merge,
-		PrepareForUpdate: func(s, _ *api.Secret) { merge(s) },
+		PrepareForCreate: func(_ context.Context, _ *registry.Admission, s *api.Secret) error {
+			merge(s)
+			return nil
+		},
+		PrepareForUpdate: func(_ context.Context, _ *registry.Admission, s, _ *api.Secret) error {
+			merge(s)
+			return nil
+		},
 		Default: func(s *api.Secret) {
 			if s.Type == "" {
 				s.Type = "Opaque"
 			}
 		},
 		Precheck: checkBase64,
-		Validate: validateSecret,
+		Validate: func(_ context.Context, _ *registry.Admission, s *api.Secret) field.ErrorList {
+			return validateSecret(s)
+		},
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -51,7 +50,9 @@ func (r *Registry) decode(k *Kind, kv *store.KV) (*api.Object, error) {
 	return obj, nil
 }
 
-// read fetches one object at the latest revision; NotFound when absent.
+// read fetches one object at the latest revision; store.ErrNotFound when
+// absent. Like every helper, it returns store errors as they come (see
+// apiError).
 func (r *Registry) read(ctx context.Context, k *Kind, ns, name string) (*stored, error) {
 	return r.readWith(ctx, r.store.Get, k, ns, name)
 }
@@ -82,15 +83,12 @@ func (r *Registry) readForWrite(ctx context.Context, k *Kind, ns, name string, a
 func (r *Registry) readWith(ctx context.Context, get func(context.Context, string) (*store.KV, error),
 	k *Kind, ns, name string) (*stored, error) {
 	kv, err := get(ctx, r.key(k, ns, name))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, api.NewNotFound(k.Kind, name)
-	}
 	if err != nil {
-		return nil, api.NewInternal(err)
+		return nil, err
 	}
 	obj, err := r.decode(k, kv)
 	if err != nil {
-		return nil, api.NewInternal(err)
+		return nil, err
 	}
 	return &stored{obj: obj, rev: kv.ModRevision}, nil
 }

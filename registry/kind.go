@@ -9,16 +9,18 @@ import (
 	"io"
 	"net/url"
 	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/authz"
 )
 
 // Kind is everything the registry knows about one kind: how it is addressed,
-// how objects are decoded, defaulted and validated, how they print, and the
-// extra endpoints it serves. It is the single registration point of a kind;
-// build one with Define.
+// how objects are decoded, defaulted and validated, who may do what with
+// them, how they print, and the extra endpoints it serves. It is the single
+// registration point of a kind; build one with Define.
 type Kind struct {
 	api.KindInfo
 	// Encrypted kinds are stored encrypted at rest (AES-GCM).
@@ -26,24 +28,20 @@ type Kind struct {
 	// Actions are kind-specific endpoints (cancel, jobs, logs, trace, ...).
 	Actions []Action
 
-	// prepare decodes obj strictly into the typed kind, applies the create
-	// or update hook, defaults and validates it, and returns the normalized
-	// generic object. old is nil on create.
-	prepare func(obj, old *api.Object, op operation) (*api.Object, field.ErrorList, error)
+	// authorize is the kind's authorization rule (Spec.Authorize), or nil.
+	authorize authz.Rule
+	// prepare decodes obj strictly into the typed kind, applies the hook of
+	// adm.Op, defaults and validates it, and returns the normalized generic
+	// object. old is nil on create.
+	prepare func(ctx context.Context, adm *Admission, obj, old *api.Object) (*api.Object, field.ErrorList, error)
 }
-
-type operation int
-
-const (
-	opCreate operation = iota
-	opUpdate
-	opStatus
-	opDelete
-)
 
 // Spec is the typed definition of a kind, turned into a Kind by Define.
 // T is a pointer to the kind's struct, e.g. *api.Secret. Every hook is
-// optional.
+// optional. The hooks that get an *Admission run on every attempt of a
+// write (a write that loses a race is planned again), so they must not
+// write anything themselves; they may read other objects through
+// Admission.Get.
 type Spec[T api.Resource] struct {
 	Kind         string
 	Namespaced   bool
@@ -56,24 +54,31 @@ type Spec[T api.Resource] struct {
 	Sensitive []string
 	Actions   []Action
 
+	// Authorize grants (or denies) callers other than admins the verbs on
+	// objects of this kind, including its actions' verbs (see authz). With
+	// no rule, only admins and the registry's global rules decide.
+	Authorize authz.Rule
+
 	// Precheck inspects the generic object before it is decoded into T,
 	// for field errors the JSON decoder cannot place (e.g. bad base64).
 	Precheck func(obj *api.Object) field.ErrorList
 	// Default fills unset fields; it runs before validation on every write.
 	Default func(obj T)
 	// Validate checks an object on create and update.
-	Validate func(obj T) field.ErrorList
+	Validate func(ctx context.Context, adm *Admission, obj T) field.ErrorList
 	// ValidateUpdate checks what may change between old and obj.
-	ValidateUpdate func(obj, old T) field.ErrorList
+	ValidateUpdate func(ctx context.Context, adm *Admission, obj, old T) field.ErrorList
 	// ValidateStatus checks a status write.
-	ValidateStatus func(obj T) field.ErrorList
+	ValidateStatus func(ctx context.Context, adm *Admission, obj T) field.ErrorList
 	// PrepareForCreate adjusts a new object after the registry reset its
-	// server-set fields (e.g. an initial status).
-	PrepareForCreate func(obj T)
+	// server-set fields (e.g. an initial status, or a copy of another
+	// object read with adm.Get). An error fails the create as it is (an
+	// *api.Status, or an internal error).
+	PrepareForCreate func(ctx context.Context, adm *Admission, obj T) error
 	// PrepareForUpdate adjusts an update (e.g. merging write-only fields).
-	PrepareForUpdate func(obj, old T)
+	PrepareForUpdate func(ctx context.Context, adm *Admission, obj, old T) error
 	// PrepareForDelete adjusts an object being marked for deletion.
-	PrepareForDelete func(obj T)
+	PrepareForDelete func(ctx context.Context, adm *Admission, obj T) error
 }
 
 // Define turns a typed Spec into a Kind.
@@ -102,12 +107,14 @@ func Define[T api.Resource](s Spec[T]) Kind {
 		},
 		Encrypted: s.Encrypted,
 		Actions:   s.Actions,
+		authorize: s.Authorize,
 	}
 	for _, a := range s.Actions {
 		k.Subresources = append(k.Subresources, a.Name)
 	}
-	k.prepare = func(obj, old *api.Object, op operation) (*api.Object, field.ErrorList, error) {
-		if s.Precheck != nil && op != opStatus {
+	k.prepare = func(ctx context.Context, adm *Admission, obj, old *api.Object) (*api.Object, field.ErrorList, error) {
+		op := adm.Op
+		if s.Precheck != nil && op != OpUpdateStatus {
 			if errs := s.Precheck(obj); len(errs) > 0 {
 				return nil, errs, nil
 			}
@@ -122,35 +129,32 @@ func Define[T api.Resource](s Spec[T]) Kind {
 				return nil, nil, fmt.Errorf("registry: stored %s %q does not decode: %w", s.Kind, old.Name, err)
 			}
 		}
-		switch op {
-		case opCreate:
-			if s.PrepareForCreate != nil {
-				s.PrepareForCreate(t)
-			}
-		case opUpdate:
-			if s.PrepareForUpdate != nil {
-				s.PrepareForUpdate(t, o)
-			}
-		case opDelete:
-			if s.PrepareForDelete != nil {
-				s.PrepareForDelete(t)
-			}
+		switch {
+		case op == OpCreate && s.PrepareForCreate != nil:
+			err = s.PrepareForCreate(ctx, adm, t)
+		case op == OpUpdate && s.PrepareForUpdate != nil:
+			err = s.PrepareForUpdate(ctx, adm, t, o)
+		case op == OpDelete && s.PrepareForDelete != nil:
+			err = s.PrepareForDelete(ctx, adm, t)
+		}
+		if err != nil {
+			return nil, nil, err
 		}
 		if s.Default != nil {
 			s.Default(t)
 		}
 		var errs field.ErrorList
 		switch op {
-		case opStatus:
+		case OpUpdateStatus:
 			if s.ValidateStatus != nil {
-				errs = append(errs, s.ValidateStatus(t)...)
+				errs = append(errs, s.ValidateStatus(ctx, adm, t)...)
 			}
-		case opCreate, opUpdate:
+		case OpCreate, OpUpdate:
 			if s.Validate != nil {
-				errs = append(errs, s.Validate(t)...)
+				errs = append(errs, s.Validate(ctx, adm, t)...)
 			}
-			if op == opUpdate && s.ValidateUpdate != nil {
-				errs = append(errs, s.ValidateUpdate(t, o)...)
+			if op == OpUpdate && s.ValidateUpdate != nil {
+				errs = append(errs, s.ValidateUpdate(ctx, adm, t, o)...)
 			}
 		}
 		if len(errs) > 0 {
@@ -176,14 +180,27 @@ func describeDecodeError(err error) string {
 }
 
 // Action is a kind-specific endpoint: METHOD .../{plural}/{name}/{Name}, or
-// with Collection, METHOD .../{plural}/{Name}.
+// with Collection, METHOD .../{plural}/{Name}. Call it through
+// Registry.Act, which authorizes the caller first.
 type Action struct {
 	Name       string
 	Method     string
 	Collection bool
+	// Authorize grants (or denies) callers other than admins this action,
+	// whose verb is Verb(); it is consulted before the kind's rule.
+	Authorize authz.Rule
 	// Handle serves the call. The caller is in the context (identity.From).
 	// Errors should be *api.Status; others become InternalError.
 	Handle func(ctx context.Context, req ActionRequest) (ActionResult, error)
+}
+
+// Verb is the authorization verb of the action: its name, or for the
+// unnamed collection action (DELETE on a collection) "deletecollection".
+func (a *Action) Verb() string {
+	if a.Name == "" {
+		return strings.ToLower(a.Method) + "collection"
+	}
+	return a.Name
 }
 
 // ActionRequest is one call of an Action.

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/store"
 )
 
@@ -36,13 +36,25 @@ func parseSelector(s string) (labels.Selector, error) {
 // opts.Limit and opts.Continue. Every page of one list is read at the same
 // store revision, given as the list's resourceVersion.
 //
-// Errors: BadRequest (negative limit, bad selector or continue token), Gone
-// (the continue token's revision has been compacted: list again).
+// It blocks on one store read per page (per 500 objects with a selector).
+//
+// Errors: Unauthorized, Forbidden, BadRequest (negative limit, bad
+// selector or continue token), Gone (the continue token's revision has
+// been compacted: list again), ServiceUnavailable, Timeout.
 func (r *Registry) List(ctx context.Context, kind, ns string, opts api.ListOptions) (*api.List, error) {
-	k, err := r.Lookup(kind)
+	k, _, err := r.admit(ctx, kind, authz.Attributes{Verb: authz.VerbList, Namespace: ns})
 	if err != nil {
 		return nil, err
 	}
+	l, err := r.list(ctx, k, ns, opts)
+	if err != nil {
+		return nil, apiError(err, k.Kind, "")
+	}
+	return l, nil
+}
+
+// list is List without authorization.
+func (r *Registry) list(ctx context.Context, k *Kind, ns string, opts api.ListOptions) (*api.List, error) {
 	if opts.Limit < 0 {
 		return nil, api.NewBadRequest("limit must not be negative, got %d", opts.Limit)
 	}
@@ -64,14 +76,8 @@ func (r *Registry) List(ctx context.Context, kind, ns string, opts api.ListOptio
 			chunk = opts.Limit - int64(len(list.Items)) + 1 // one more tells whether a next page exists
 		}
 		page, err := r.store.List(ctx, prefix, store.ListOptions{Revision: pos.Rev, From: pos.From, Limit: chunk})
-		if errors.Is(err, store.ErrCompacted) {
-			return nil, api.NewGone("the continue token has expired: list again from the start")
-		}
-		if errors.Is(err, store.ErrFutureRevision) {
-			return nil, api.NewBadRequest("continue token is not valid for this list: use the token returned by the previous page")
-		}
 		if err != nil {
-			return nil, api.NewInternal(err)
+			return nil, err
 		}
 		pos.Rev = page.Revision
 		for _, kv := range page.KVs {
@@ -82,7 +88,7 @@ func (r *Registry) List(ctx context.Context, kind, ns string, opts api.ListOptio
 			}
 			obj, err := r.decode(k, kv)
 			if err != nil {
-				return nil, api.NewInternal(err)
+				return nil, err
 			}
 			if sel.Matches(labels.Set(obj.Labels)) {
 				list.Items = append(list.Items, obj)

@@ -92,15 +92,14 @@ func validateMeta(k *Kind, obj *api.Object) field.ErrorList {
 	return errs
 }
 
-// guard is a condition that must still hold when a write commits.
-type guard = store.Cond
-
 // checkOwners requires every owner reference of obj (but those in keep,
 // already validated) to name a live object of a known kind in the same
 // namespace with the same uid, and rewrites each kind to its registered
-// name. It returns guards that keep it so.
-func (r *Registry) checkOwners(ctx context.Context, k *Kind, obj *api.Object, keep []api.OwnerReference) ([]guard, error) {
-	var guards []guard
+// name. An owner created in the same transaction (in pend) is accepted as
+// it is: its create's own condition guards it. For the others it returns
+// guards that keep them so until the write commits.
+func (r *Registry) checkOwners(ctx context.Context, k *Kind, obj *api.Object, keep []api.OwnerReference, pend pending) ([]ownerGuard, error) {
+	var guards []ownerGuard
 	var errs field.ErrorList
 	for i, o := range obj.OwnerReferences {
 		if slices.Contains(keep, o) {
@@ -120,10 +119,18 @@ func (r *Registry) checkOwners(ctx context.Context, k *Kind, obj *api.Object, ke
 				"owners must be in the same namespace as their dependents (a namespaced object is owned by its Namespace implicitly)"))
 			continue
 		}
+		key := r.key(ok, obj.Namespace, o.Name)
+		if uid, created := pend[key]; created {
+			if uid != o.UID {
+				errs = append(errs, field.Invalid(p.Child("uid"), o.UID,
+					fmt.Sprintf("%s %q, created in the same transaction, has uid %s", ok.Kind, o.Name, uid)))
+			}
+			continue
+		}
 		cur, err := r.readGuard(ctx, ok, obj.Namespace, o.Name, func(s *stored) bool {
 			return s.obj.UID == o.UID && !s.obj.Deleting()
 		})
-		if errors.Is(err, api.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			errs = append(errs, field.NotFound(p, fmt.Sprintf("%s %q in namespace %q", ok.Kind, o.Name, obj.Namespace)))
 			continue
 		}
@@ -138,7 +145,7 @@ func (r *Registry) checkOwners(ctx context.Context, k *Kind, obj *api.Object, ke
 		if cur.obj.Deleting() {
 			return nil, api.NewForbidden(k.Kind, obj.Name, fmt.Sprintf("owner %s %q is being deleted", ok.Kind, o.Name))
 		}
-		guards = append(guards, store.Unchanged(r.key(ok, obj.Namespace, o.Name), cur.rev))
+		guards = append(guards, ownerGuard{key: key, rev: cur.rev})
 	}
 	if len(errs) > 0 {
 		return nil, api.NewInvalid(k.Kind, obj.Name, errs)

@@ -18,16 +18,21 @@ const terminatingPrefix = "/cairn/meta/terminating-namespaces/"
 
 func terminatingKey(ns string) string { return terminatingPrefix + ns }
 
-func isNamespace(k *Kind) bool { return k.Kind == "Namespace" }
+func isNamespace(k *Kind) bool { return k.Kind == api.KindNamespace }
 
-// namespaceGuards are the conditions under which an object of kind k may be
-// created in ns: the namespace exists and is not being deleted. When they
-// fail, explainNamespace says why.
-func (r *Registry) namespaceGuards(k *Kind, ns string) []store.Cond {
-	if !k.Namespaced {
+// namespaceGuards are the conditions under which an object may be created
+// in ns: the namespace exists and is not being deleted (none for ns "").
+// When they fail, explainNamespace says why.
+func (r *Registry) namespaceGuards(ns string) []store.Cond {
+	if ns == "" {
 		return nil
 	}
-	return []store.Cond{store.Present(r.key(r.kinds["Namespace"], "", ns)), store.Absent(terminatingKey(ns))}
+	return []store.Cond{store.Present(r.namespaceKey(ns)), store.Absent(terminatingKey(ns))}
+}
+
+// namespaceKey is the key of the Namespace ns.
+func (r *Registry) namespaceKey(ns string) string {
+	return r.key(r.kinds[api.KindNamespace], "", ns)
 }
 
 // explainNamespace tells why namespace guards failed: NotFound when ns does
@@ -37,8 +42,8 @@ func (r *Registry) explainNamespace(ctx context.Context, k *Kind, ns string) err
 	if !k.Namespaced {
 		return nil
 	}
-	cur, err := r.read(ctx, r.kinds["Namespace"], "", ns)
-	if errors.Is(err, api.ErrNotFound) {
+	cur, err := r.read(ctx, r.kinds[api.KindNamespace], "", ns)
+	if errors.Is(err, store.ErrNotFound) {
 		return api.NewNotFound("Namespace", ns)
 	}
 	if err != nil {

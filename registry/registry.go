@@ -4,16 +4,29 @@
 // owner checks, label selection, paging, watches and secret encryption.
 // The HTTP server and in-process clients both call it, so both behave alike.
 //
-// Every method returns *api.Status errors (check them with errors.Is against
-// api.ErrNotFound, api.ErrConflict, ...); anything else is an internal error.
+// Single-object verbs (Create, Update, UpdateStatus, Patch, Delete) and
+// transactions over several objects (Txn) share the same planning: each
+// object's write is planned with every check (plan.go), then its plan is
+// committed alone or with the others in one etcd transaction.
+//
+// Every verb (Get, List, Watch, Create, Update, UpdateStatus, Patch,
+// Delete, Txn.Commit, Act) needs the caller in its context (identity.With)
+// and refuses a context without one (Unauthorized); it authorizes the
+// caller with the registry's Authorizer (Forbidden). Every method returns
+// *api.Status errors (check them with errors.Is against api.ErrNotFound,
+// api.ErrConflict, ...); store failures are mapped to them in one function
+// (apiError).
 package registry
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/authz"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/store"
 )
 
@@ -33,6 +46,12 @@ type Options struct {
 	BookmarkInterval time.Duration
 	// Now returns the current time; default time.Now.
 	Now func() time.Time
+	// Authorize are the global authorization rules, consulted after the
+	// rules of the kind (and action) a request addresses: the extension
+	// point for what no single kind decides (e.g. authz.AllowUnscoped, or
+	// the scope of worker tokens). Admins are allowed without rules; with
+	// none, nobody else is.
+	Authorize []authz.Rule
 }
 
 // Registry serves the API semantics. It is safe for concurrent use.
@@ -42,6 +61,7 @@ type Registry struct {
 	byPlural map[string]*Kind
 	enc      *Encryption
 	opts     Options
+	authz    *authz.Authorizer
 	watch    watchCaches // shared watch caches per kind (watchcache.go); its zero value is ready
 }
 
@@ -54,7 +74,7 @@ func New(s *store.Store, opts Options) (*Registry, error) {
 		opts.Now = time.Now
 	}
 	r := &Registry{store: s, kinds: map[string]*Kind{}, byPlural: map[string]*Kind{},
-		enc: opts.Encryption, opts: opts}
+		enc: opts.Encryption, opts: opts, authz: authz.New(opts.Authorize...)}
 	for i := range opts.Kinds {
 		k := &opts.Kinds[i]
 		if k.prepare == nil {
@@ -74,6 +94,10 @@ func New(s *store.Store, opts Options) (*Registry, error) {
 	}
 	return r, nil
 }
+
+// system is ctx carrying the system identity, for the registry's own
+// writes (Init).
+func system(ctx context.Context) context.Context { return identity.With(ctx, identity.System()) }
 
 // Store returns the underlying store.
 func (r *Registry) Store() *store.Store { return r.store }

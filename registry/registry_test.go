@@ -11,9 +11,14 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store"
 )
+
+// sysCtx is a context carrying the system identity (an admin): the
+// registry refuses a context without a caller.
+func sysCtx() context.Context { return identity.With(context.Background(), identity.System()) }
 
 func newRegistry(t *testing.T) (*registry.Registry, *store.Store) {
 	t.Helper()
@@ -32,7 +37,7 @@ func secret(name string, data map[string]string) *api.Object {
 
 func TestCreate_SetsServerFieldsAndRejectsDuplicates(t *testing.T) {
 	r, _ := newRegistry(t)
-	ctx := context.Background()
+	ctx := sysCtx()
 	in := secret("s1", map[string]string{"k": "v"})
 	in.UID = "caller-chosen"
 	in.Generation = 7
@@ -58,7 +63,7 @@ func TestCreate_GenerateName(t *testing.T) {
 	in.GenerateName = "ev-"
 	seen := map[string]bool{}
 	for i := 0; i < 20; i++ {
-		out, err := r.Create(context.Background(), in)
+		out, err := r.Create(sysCtx(), in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +76,7 @@ func TestCreate_GenerateName(t *testing.T) {
 
 func TestUpdate_GenerationGrowsOnlyOnDesiredStateChange(t *testing.T) {
 	r, _ := newRegistry(t)
-	ctx := context.Background()
+	ctx := sysCtx()
 	out, err := r.Create(ctx, secret("g", map[string]string{"a": "1"}))
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +100,7 @@ func TestUpdate_GenerationGrowsOnlyOnDesiredStateChange(t *testing.T) {
 
 func TestUpdate_StaleResourceVersionConflicts(t *testing.T) {
 	r, _ := newRegistry(t)
-	ctx := context.Background()
+	ctx := sysCtx()
 	v1, _ := r.Create(ctx, secret("c", nil))
 	v2 := v1.DeepCopy()
 	v2.Labels = map[string]string{"w": "1"}
@@ -110,7 +115,7 @@ func TestUpdate_StaleResourceVersionConflicts(t *testing.T) {
 
 func TestUpdate_ConcurrentWritersExactlyOneWinsEachRound(t *testing.T) {
 	r, _ := newRegistry(t)
-	ctx := context.Background()
+	ctx := sysCtx()
 	obj, _ := r.Create(ctx, secret("race", nil))
 	for round := 0; round < 10; round++ {
 		cur, err := r.Get(ctx, "Secret", "default", "race")
@@ -145,7 +150,7 @@ func TestUpdate_ConcurrentWritersExactlyOneWinsEachRound(t *testing.T) {
 
 func TestStatus_SubresourceIsolation(t *testing.T) {
 	r, _ := newRegistry(t)
-	ctx := context.Background()
+	ctx := sysCtx()
 	ns := &api.Object{TypeMeta: api.TypeMeta{Kind: "Namespace"}}
 	ns.Name = "iso"
 	out, err := r.Create(ctx, ns)
@@ -173,7 +178,7 @@ func TestStatus_SubresourceIsolation(t *testing.T) {
 
 func TestDelete_MarksThenUpdateWithoutFinalizersRemoves(t *testing.T) {
 	r, _ := newRegistry(t)
-	ctx := context.Background()
+	ctx := sysCtx()
 	in := secret("d", nil)
 	in.Finalizers = []string{"example.com/hold"}
 	if _, err := r.Create(ctx, in); err != nil {
@@ -198,7 +203,7 @@ func TestDelete_MarksThenUpdateWithoutFinalizersRemoves(t *testing.T) {
 
 func TestDelete_ForceRemovesAtOnceAndPreconditionsHold(t *testing.T) {
 	r, _ := newRegistry(t)
-	ctx := context.Background()
+	ctx := sysCtx()
 	obj, _ := r.Create(ctx, secret("f", nil))
 	if _, _, err := r.Delete(ctx, "Secret", "default", "f", api.DeleteOptions{Preconditions: api.Preconditions{UID: "other"}}); !errors.Is(err, api.ErrConflict) {
 		t.Fatalf("uid precondition: %v", err)
@@ -214,7 +219,7 @@ func TestDelete_ForceRemovesAtOnceAndPreconditionsHold(t *testing.T) {
 
 func TestCreate_OwnerChecks(t *testing.T) {
 	r, _ := newRegistry(t)
-	ctx := context.Background()
+	ctx := sysCtx()
 	owner, _ := r.Create(ctx, secret("owner", nil))
 	dep := secret("dep", nil)
 	dep.OwnerReferences = []api.OwnerReference{{Kind: "Secret", Name: "owner", UID: "wrong"}}
@@ -237,7 +242,7 @@ func TestCreate_OwnerChecks(t *testing.T) {
 
 func TestSecret_EncryptedAtRest(t *testing.T) {
 	r, s := newRegistry(t)
-	ctx := context.Background()
+	ctx := sysCtx()
 	if _, err := r.Create(ctx, secret("enc", map[string]string{"password": "hunter2-plain"})); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +276,7 @@ func TestSecret_EncryptedAtRest(t *testing.T) {
 
 func TestList_LimitContinueAndSelector(t *testing.T) {
 	r, _ := newRegistry(t)
-	ctx := context.Background()
+	ctx := sysCtx()
 	for i := 0; i < 7; i++ {
 		o := secret("s"+string(rune('a'+i)), nil)
 		if i%2 == 0 {
@@ -311,7 +316,7 @@ func TestList_LimitContinueAndSelector(t *testing.T) {
 
 func TestWatch_ReplaysFromResourceVersionAndGoneAfterCompaction(t *testing.T) {
 	r, s := newRegistry(t)
-	ctx := context.Background()
+	ctx := sysCtx()
 	a, _ := r.Create(ctx, secret("wa", nil))
 	b, _ := r.Create(ctx, secret("wb", nil))
 	w, err := r.Watch(ctx, "Secret", "default", api.ListOptions{ResourceVersion: a.ResourceVersion})
@@ -351,7 +356,7 @@ func TestWatch_ReplaysFromResourceVersionAndGoneAfterCompaction(t *testing.T) {
 
 func TestCreate_NamespaceMustExistAndNotBeTerminatingAndMayBeRecreated(t *testing.T) {
 	r, _ := newRegistry(t)
-	ctx := context.Background()
+	ctx := sysCtx()
 	in := func(ns, name string) *api.Object {
 		o := secret(name, nil)
 		o.Namespace = ns

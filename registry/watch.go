@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/store"
 )
 
@@ -33,7 +34,7 @@ import (
 // again from the last resourceVersion received), ServiceUnavailable when
 // the registry closes.
 func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOptions) (api.Watcher, error) {
-	k, err := r.Lookup(kind)
+	k, _, err := r.admit(ctx, kind, authz.Attributes{Verb: authz.VerbWatch, Namespace: ns})
 	if err != nil {
 		return nil, err
 	}

@@ -104,7 +104,7 @@ func TestWatchCache_BookmarksReachEveryWatcher(t *testing.T) {
 
 func TestWatchCache_StopCancelAndCloseReleaseGoroutines(t *testing.T) {
 	r, s := newCachedRegistry(t, 0, 50*time.Millisecond)
-	ctx := context.Background()
+	ctx := sysCtx()
 	mustWatch(t, r, "default", currentRV(t, s), "").Stop() // the cache now runs
 	waitGoroutines := func(max int) int {
 		t.Helper()
@@ -170,7 +170,7 @@ func TestWatchCache_StopCancelAndCloseReleaseGoroutines(t *testing.T) {
 
 func TestWatchCache_EncodedEventsMatchMarshal(t *testing.T) {
 	r, s := newCachedRegistry(t, 0, time.Hour)
-	ctx := context.Background()
+	ctx := sysCtx()
 	w := mustWatch(t, r, "default", currentRV(t, s), "")
 	enc, ok := w.(api.EventEncoder)
 	if !ok {

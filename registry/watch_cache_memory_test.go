@@ -2,7 +2,6 @@ package registry_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net"
 	"path/filepath"
@@ -21,7 +20,7 @@ import (
 
 func TestWatchCache_EntriesKeepNoCopyOfThePreviousVersion(t *testing.T) {
 	r, s := newCachedRegistry(t, 0, time.Hour)
-	ctx := context.Background()
+	ctx := sysCtx()
 	const updates, size = 24, 128 << 10
 	w := mustWatch(t, r, "default", currentRV(t, s), "")
 	value := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), size) }
@@ -163,7 +162,7 @@ func TestWatchCache_EntryLargerThanTheByteBoundIsKeptAlone(t *testing.T) {
 func TestWatchCache_SlowStoreDoesNotHoldUpClose(t *testing.T) {
 	_, endpoint := storetest.Start(t)
 	p := startGateProxy(t, strings.TrimPrefix(endpoint, "http://"))
-	cli, err := store.Dial(context.Background(), []string{"http://" + p.addr()})
+	cli, err := store.Dial(sysCtx(), []string{"http://" + p.addr()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,11 +171,11 @@ func TestWatchCache_SlowStoreDoesNotHoldUpClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := registry.New(store.New(cli), registry.Options{Kinds: kinds.All(), Encryption: enc, BookmarkInterval: time.Hour})
+	r, err := registry.New(store.New(cli), registry.Options{Kinds: kinds.All(kinds.Deps{}), Encryption: enc, BookmarkInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Init(context.Background()); err != nil {
+	if err := r.Init(sysCtx()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
@@ -188,7 +187,7 @@ func TestWatchCache_SlowStoreDoesNotHoldUpClose(t *testing.T) {
 	}
 	watched := make(chan result, 1)
 	go func() { // the kind's first watch: it reads the store's revision
-		w, err := r.Watch(context.Background(), "Secret", "default", api.ListOptions{})
+		w, err := r.Watch(sysCtx(), "Secret", "default", api.ListOptions{})
 		watched <- result{w, err}
 	}()
 	select {

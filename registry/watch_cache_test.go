@@ -1,7 +1,6 @@
 package registry_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -35,7 +34,7 @@ func newBoundedRegistry(t *testing.T, capacity int, maxBytes int64, bookmarks ti
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := registry.New(s, registry.Options{Kinds: kinds.All(), Encryption: enc, BookmarkInterval: bookmarks})
+	r, err := registry.New(s, registry.Options{Kinds: kinds.All(kinds.Deps{}), Encryption: enc, BookmarkInterval: bookmarks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +44,7 @@ func newBoundedRegistry(t *testing.T, capacity int, maxBytes int64, bookmarks ti
 	if maxBytes > 0 {
 		registry.SetWatchCacheBytes(r, maxBytes)
 	}
-	if err := r.Init(context.Background()); err != nil {
+	if err := r.Init(sysCtx()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close) // runs before the store stops
@@ -103,7 +102,7 @@ func expectChanges(t testing.TB, w api.Watcher, want ...string) []api.Event {
 
 func mustCreate(t testing.TB, r *registry.Registry, o *api.Object) *api.Object {
 	t.Helper()
-	out, err := r.Create(context.Background(), o)
+	out, err := r.Create(sysCtx(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +111,7 @@ func mustCreate(t testing.TB, r *registry.Registry, o *api.Object) *api.Object {
 
 func mustWatch(t testing.TB, r *registry.Registry, ns, rv, selector string) api.Watcher {
 	t.Helper()
-	w, err := r.Watch(context.Background(), "Secret", ns, api.ListOptions{ResourceVersion: rv, LabelSelector: selector})
+	w, err := r.Watch(sysCtx(), "Secret", ns, api.ListOptions{ResourceVersion: rv, LabelSelector: selector})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +121,7 @@ func mustWatch(t testing.TB, r *registry.Registry, ns, rv, selector string) api.
 
 func currentRV(t testing.TB, s *store.Store) string {
 	t.Helper()
-	rev, err := s.Revision(context.Background())
+	rev, err := s.Revision(sysCtx())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +130,7 @@ func currentRV(t testing.TB, s *store.Store) string {
 
 func TestWatchCache_ManyWatchersSeeEveryChangeOnceInOrderUnderConcurrentWriters(t *testing.T) {
 	r, s := newCachedRegistry(t, 0, 50*time.Millisecond)
-	ctx := context.Background()
+	ctx := sysCtx()
 	from := currentRV(t, s)
 	const watchers, writers, perWriter = 40, 8, 30
 	// The reference: the store's own account of every change after from.
@@ -336,7 +335,7 @@ func TestWatchCache_FirstWatchOfAKindReplaysFromItsVersionThroughTheCache(t *tes
 
 func TestWatchCache_CompactedVersionIsGoneInsideAndOutsideTheWindow(t *testing.T) {
 	r, s := newCachedRegistry(t, 20, time.Hour)
-	ctx := context.Background()
+	ctx := sysCtx()
 	old := mustCreate(t, r, nsSecret("default", "before-cache", nil)).ResourceVersion
 	mustWatch(t, r, "default", currentRV(t, s), "") // starts the cache after old
 	inside := mustCreate(t, r, nsSecret("default", "in-cache", nil)).ResourceVersion
@@ -360,7 +359,7 @@ func TestWatchCache_CompactedVersionIsGoneInsideAndOutsideTheWindow(t *testing.T
 
 func TestWatchCache_SelectorTransitionsAddAndDelete(t *testing.T) {
 	r, s := newCachedRegistry(t, 0, time.Hour)
-	ctx := context.Background()
+	ctx := sysCtx()
 	w := mustWatch(t, r, "default", currentRV(t, s), "app=web")
 	if !registry.ServedFromCache(w) {
 		t.Fatal("not served from the cache")
@@ -411,7 +410,7 @@ func TestWatchCache_SelectorTransitionsAddAndDelete(t *testing.T) {
 
 func TestWatchCache_NamespaceFiltering(t *testing.T) {
 	r, s := newCachedRegistry(t, 0, time.Hour)
-	ctx := context.Background()
+	ctx := sysCtx()
 	for _, ns := range []string{"a", "b", "ab"} {
 		if err := r.EnsureNamespace(ctx, ns); err != nil {
 			t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/registry"
 )
 
@@ -37,6 +36,10 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request) {
 	}
 	switch rt.target {
 	case targetDiscovery:
+		if err := s.authorizePath(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		s.writeJSON(w, r, http.StatusOK, api.Discovery{
 			TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Discovery"},
 			Kinds:    s.reg.Kinds(),
@@ -121,7 +124,7 @@ func (s *Server) serveObject(w *statusWriter, r *http.Request, rt *route) {
 		out, err = s.reg.Patch(ctx, rt.kind.Kind, rt.ns, rt.name, patch, status)
 	case http.MethodDelete:
 		var opts api.DeleteOptions
-		if opts, err = s.deleteOptions(w, r, rt); err != nil {
+		if opts, err = s.deleteOptions(w, r); err != nil {
 			break
 		}
 		var gone bool
@@ -173,16 +176,13 @@ func (s *Server) readPatch(w http.ResponseWriter, r *http.Request) ([]byte, erro
 }
 
 // deleteOptions reads force and preconditions from the query or a JSON
-// body. Only admins may force.
-func (s *Server) deleteOptions(w http.ResponseWriter, r *http.Request, rt *route) (api.DeleteOptions, error) {
+// body. (The registry's Authorizer allows only admins to force.)
+func (s *Server) deleteOptions(w http.ResponseWriter, r *http.Request) (api.DeleteOptions, error) {
 	q := r.URL.Query()
 	var opts api.DeleteOptions
 	force, err := boolParam(q, "force")
 	if err != nil {
 		return opts, err
-	}
-	if u, _ := identity.From(r.Context()); force && !u.Admin {
-		return opts, api.NewForbidden(rt.kind.Kind, rt.name, "only admins may force a deletion")
 	}
 	opts.Force = force
 	opts.Preconditions = api.Preconditions{UID: q.Get("uid"), ResourceVersion: q.Get("resourceVersion")}
@@ -264,7 +264,7 @@ func (s *Server) serveAction(w *statusWriter, r *http.Request, rt *route) {
 		return
 	}
 	req := registry.ActionRequest{Namespace: rt.ns, Name: rt.name, Query: r.URL.Query(), Body: body}
-	res, err := rt.action.Handle(r.Context(), req)
+	res, err := s.reg.Act(r.Context(), rt.kind, rt.action, req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -173,7 +173,7 @@ func widgetKind(h *widgetHooks) registry.Kind {
 	}
 	return registry.Define(registry.Spec[*widget]{
 		Kind: "Widget", Namespaced: true, ShortNames: []string{"wd"},
-		Validate: func(w *widget) field.ErrorList {
+		Validate: func(_ context.Context, _ *registry.Admission, w *widget) field.ErrorList {
 			var errs field.ErrorList
 			if w.Spec.Size < 0 {
 				errs = append(errs, field.Invalid(field.NewPath("spec", "size"), w.Spec.Size, "must not be negative"))
@@ -225,7 +225,7 @@ func widgetKind(h *widgetHooks) registry.Kind {
 
 // startWithWidgets starts a server that also serves the Widget kind.
 func startWithWidgets(t testing.TB, h *widgetHooks, opts ...servertest.Option) *servertest.Server {
-	return servertest.Start(t, append([]servertest.Option{servertest.WithKinds(append(kinds.All(), widgetKind(h))...)}, opts...)...)
+	return servertest.Start(t, append([]servertest.Option{servertest.WithKinds(append(kinds.All(kinds.Deps{}), widgetKind(h))...)}, opts...)...)
 }
 
 func widgetBody(ns, name string, size int) map[string]any {

@@ -4,7 +4,9 @@
 //
 // Every endpoint but /healthz and /readyz needs "Authorization: Bearer
 // <token>"; the caller is put into the request context (identity.With) for
-// the registry and kind actions to see.
+// the registry and kind actions to see. The registry authorizes every
+// request on a resource; the endpoints that are not resources (/metrics,
+// discovery) are authorized here, by the registry's Authorizer.
 package server
 
 import (
@@ -23,6 +25,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/auth"
+	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/registry"
 )
@@ -127,6 +130,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
+		if err := s.authorizePath(r); err != nil {
+			s.writeError(sw, r, err)
+			return
+		}
 		if p == "/metrics" {
 			s.metrics.handler.ServeHTTP(sw, r)
 			return
@@ -149,14 +156,16 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Req
 		s.writeError(w, r, err)
 		return r, false
 	}
-	if !u.Admin && u.Scope != "" {
-		// A scoped token (an Event's worker token) may reach only what its
-		// scope grants; until a kind grants something, it reaches nothing.
-		s.writeError(w, r, api.NewStatus(api.ReasonForbidden,
-			"the token of %s is limited to its scope %q, which grants no access to %s %s", u.Name, u.Scope, r.Method, r.URL.Path))
-		return r, false
-	}
 	return r.WithContext(identity.With(r.Context(), u)), true
+}
+
+// authorizePath authorizes the authenticated request r on an endpoint that
+// is not a resource (its verb is the lower-case method), with the
+// registry's Authorizer: Forbidden when it refuses.
+func (s *Server) authorizePath(r *http.Request) error {
+	u, _ := identity.From(r.Context())
+	return s.reg.Authorizer().Authorize(r.Context(), authz.Attributes{
+		User: u, Verb: strings.ToLower(r.Method), Path: r.URL.Path})
 }
 
 // serveReady answers 200 when the store answers within ReadyTimeout.

@@ -11,10 +11,14 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
-// Errors returned by the store. They are declared once here; the registry
-// maps them to API errors.
+// Errors returned by the store. They are declared once here, every etcd
+// failure is classified into them in one function (classify), and the
+// registry maps them to API errors in one function of its own. A failure
+// that fits none of them is returned wrapped ("store: ...").
 var (
 	// ErrNotFound: the key does not exist (at the requested revision).
 	ErrNotFound = errors.New("store: key not found")
@@ -25,6 +29,13 @@ var (
 	ErrCompacted = errors.New("store: revision compacted")
 	// ErrFutureRevision: the requested revision is newer than the store's.
 	ErrFutureRevision = errors.New("store: revision not yet reached")
+	// ErrUnavailable: etcd cannot serve the request now (no leader, the
+	// member is stopping or unhealthy, no connection, or the store's client
+	// is closed); a retry may succeed.
+	ErrUnavailable = errors.New("store: etcd unavailable")
+	// ErrTimeout: the request did not complete in time (etcd timed out, or
+	// the caller's deadline passed); it may or may not have been applied.
+	ErrTimeout = errors.New("store: etcd request timed out")
 )
 
 // KV is a stored key with its value and revisions.
@@ -49,9 +60,12 @@ func (s *Store) Client() *clientv3.Client { return s.cli }
 // Get reads one key at the latest revision (a linearizable read). It returns
 // ErrNotFound when the key does not exist.
 func (s *Store) Get(ctx context.Context, key string) (*KV, error) {
+	if err := s.closed(); err != nil {
+		return nil, err
+	}
 	resp, err := s.cli.Get(ctx, key)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, s.classify(err)
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, ErrNotFound
@@ -65,9 +79,12 @@ func (s *Store) Get(ctx context.Context, key string) (*KV, error) {
 // value read was stale. It returns ErrNotFound when the key does not exist
 // locally.
 func (s *Store) GetStale(ctx context.Context, key string) (*KV, error) {
+	if err := s.closed(); err != nil {
+		return nil, err
+	}
 	resp, err := s.cli.Get(ctx, key, clientv3.WithSerializable())
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, s.classify(err)
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, ErrNotFound
@@ -109,9 +126,12 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (*Lis
 	if opts.Limit > 0 {
 		ops = append(ops, clientv3.WithLimit(opts.Limit))
 	}
+	if err := s.closed(); err != nil {
+		return nil, err
+	}
 	resp, err := s.cli.Get(ctx, from, ops...)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, s.classify(err)
 	}
 	res := &ListResult{Revision: resp.Header.Revision, More: resp.More, KVs: make([]*KV, len(resp.Kvs))}
 	if opts.Revision > 0 {
@@ -125,9 +145,12 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (*Lis
 
 // Revision returns the store's current revision.
 func (s *Store) Revision(ctx context.Context) (int64, error) {
+	if err := s.closed(); err != nil {
+		return 0, err
+	}
 	resp, err := s.cli.Get(ctx, "\x00", clientv3.WithCountOnly())
 	if err != nil {
-		return 0, mapErr(err)
+		return 0, s.classify(err)
 	}
 	return resp.Header.Revision, nil
 }
@@ -171,9 +194,12 @@ func (s *Store) Txn(ctx context.Context, conds []Cond, ops ...Op) (int64, error)
 	for i, o := range ops {
 		eops[i] = o.op
 	}
+	if err := s.closed(); err != nil {
+		return 0, err
+	}
 	resp, err := s.cli.Txn(ctx).If(cmps...).Then(eops...).Commit()
 	if err != nil {
-		return 0, mapErr(err)
+		return 0, s.classify(err)
 	}
 	if !resp.Succeeded {
 		return 0, ErrPrecondition
@@ -186,7 +212,7 @@ func (s *Store) Txn(ctx context.Context, conds []Cond, ops ...Op) (int64, error)
 func (s *Store) Compact(ctx context.Context, rev int64) error {
 	_, err := s.cli.Compact(ctx, rev)
 	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
-		return mapErr(err)
+		return s.classify(err)
 	}
 	return nil
 }
@@ -201,12 +227,72 @@ func toKV(kv interface {
 		ModRevision: kv.GetModRevision(), CreateRevision: kv.GetCreateRevision()}
 }
 
-func mapErr(err error) error {
+// closed returns ErrUnavailable once the store's client is closed, so that
+// calls fail at once instead of after the client's retries.
+func (s *Store) closed() error {
+	if err := s.cli.Ctx().Err(); err != nil {
+		return fmt.Errorf("%w: the etcd client is closed", ErrUnavailable)
+	}
+	return nil
+}
+
+// classify turns an etcd client failure into the store's declared errors
+// (wrapped, so the cause stays readable in logs). It is the one place where
+// etcd failures are told apart.
+func (s *Store) classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	return classify(err, s.cli.Ctx().Err() != nil)
+}
+
+// classify is Store.classify for code without a Store at hand (a watch);
+// closed reports that the store's client has been closed.
+func classify(err error, closed bool) error {
 	switch {
 	case errors.Is(err, rpctypes.ErrCompacted):
 		return fmt.Errorf("%w: %v", ErrCompacted, err)
 	case errors.Is(err, rpctypes.ErrFutureRev):
 		return fmt.Errorf("%w: %v", ErrFutureRevision, err)
+	case isTimeout(err):
+		return fmt.Errorf("%w: %w", ErrTimeout, err)
+	case closed || isUnavailable(err):
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return fmt.Errorf("store: %w", err)
 }
+
+// isTimeout reports etcd's own timeouts and an expired deadline.
+func isTimeout(err error) bool {
+	for _, e := range []error{rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail,
+		rpctypes.ErrTimeoutDueToConnectionLost, rpctypes.ErrTimeoutWaitAppliedIndex, context.DeadlineExceeded} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return grpcCode(err) == codes.DeadlineExceeded
+}
+
+// isUnavailable reports failures after which etcd may answer again soon:
+// no leader, a stopping or unhealthy member, a lost or refused connection.
+func isUnavailable(err error) bool {
+	if errors.Is(err, clientv3.ErrNoAvailableEndpoints) {
+		return true
+	}
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		return ee.Code() == codes.Unavailable
+	}
+	return grpcCode(err) == codes.Unavailable
+}
+
+// grpcCode returns the gRPC code of err, or codes.Unknown.
+func grpcCode(err error) codes.Code {
+	if st, ok := status.FromError(err); ok {
+		return st.Code()
+	}
+	return codes.Unknown
+}
+
+// mapErr classifies a failure of a watch, which has no Store at hand.
+func mapErr(err error) error { return classify(err, false) }

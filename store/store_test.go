@@ -89,3 +89,31 @@ func TestWatch_ResumesFromRevisionAndReportsCompaction(t *testing.T) {
 		t.Fatalf("watch from compacted revision: %v", err)
 	}
 }
+
+// TestErrors_ClassifiedIntoDeclaredErrors: a request whose deadline passes
+// fails with ErrTimeout, and one on a closed client with ErrUnavailable,
+// so that callers can answer 504 and 503 without looking at etcd's errors.
+func TestErrors_ClassifiedIntoDeclaredErrors(t *testing.T) {
+	s, _ := storetest.Start(t)
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if _, err := s.Get(expired, "/k"); !errors.Is(err, store.ErrTimeout) {
+		t.Errorf("get past its deadline: %v, want ErrTimeout", err)
+	}
+	if _, err := s.Txn(expired, nil, store.Put("/k", nil)); !errors.Is(err, store.ErrTimeout) {
+		t.Errorf("txn past its deadline: %v, want ErrTimeout", err)
+	}
+	if err := s.Client().Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Get(ctx, "/k"); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("get on a closed client: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.List(ctx, "/", store.ListOptions{}); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("list on a closed client: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.Txn(ctx, nil, store.Put("/k", nil)); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("txn on a closed client: %v, want ErrUnavailable", err)
+	}
+}

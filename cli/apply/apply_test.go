@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"cairn.dev/cairn/cli/clitest"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -39,7 +40,7 @@ func TestApply_CreateThenConfigureThenUnchanged(t *testing.T) {
 			t.Fatalf("step %d: out %q, err %v, stderr %q; want %q", i, r.Out, r.Error, r.Err, st.want)
 		}
 	}
-	got, err := srv.Registry.Get(context.Background(), "Secret", "default", "db")
+	got, err := srv.Registry.Get(identity.With(context.Background(), identity.System()), "Secret", "default", "db")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestApply_CreateThenConfigureThenUnchanged(t *testing.T) {
 
 func TestApply_KeepsStatusFinalizersAndForeignAnnotations(t *testing.T) {
 	srv := servertest.Start(t)
-	ctx := context.Background()
+	ctx := identity.With(context.Background(), identity.System()) // for the registry
 	f := write(t, t.TempDir(), "ns.yaml", "kind: Namespace\nmetadata:\n  name: team\n  annotations: {mine: a}\n")
 	if r := clitest.Run(t, srv.URL, srv.Token, "apply", "-f", f); r.Error != nil {
 		t.Fatalf("apply: %v", r.Error)
@@ -88,7 +89,7 @@ func TestApply_MultiDocumentFileDirectoryAndStdin(t *testing.T) {
 	if r.Error != nil || r.Out != want {
 		t.Fatalf("apply dir: out %q err %v", r.Out, r.Error)
 	}
-	if _, err := srv.Registry.Get(context.Background(), "Secret", "team", "b"); err != nil {
+	if _, err := srv.Registry.Get(identity.With(context.Background(), identity.System()), "Secret", "team", "b"); err != nil {
 		t.Errorf("secret without a namespace did not go to -n: %v", err)
 	}
 
@@ -112,7 +113,7 @@ func TestApply_ParseErrorNamesFileAndLineAndAppliesNothing(t *testing.T) {
 	if want := f + ":7: "; !strings.Contains(r.Err, want) {
 		t.Errorf("stderr %q does not contain %q", r.Err, want)
 	}
-	if _, err := srv.Registry.Get(context.Background(), "Secret", "default", "first"); err == nil {
+	if _, err := srv.Registry.Get(identity.With(context.Background(), identity.System()), "Secret", "default", "first"); err == nil {
 		t.Errorf("an object was applied from a file that does not parse")
 	}
 }

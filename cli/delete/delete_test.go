@@ -28,7 +28,7 @@ func apply(t *testing.T, srv *servertest.Server, manifest string) {
 // collector would, once it is marked.
 func finish(t *testing.T, srv *servertest.Server, kind, ns, name string) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := identity.With(context.Background(), identity.System()) // for the registry
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		o, err := srv.Registry.Get(ctx, kind, ns, name)
@@ -66,7 +66,7 @@ func TestDelete_MarksThenWaitBlocksUntilGone(t *testing.T) {
 	if r.Error != nil || r.Out != "secret/b marked for deletion\nsecret/b deleted\n" {
 		t.Fatalf("delete --wait: %q %v %q", r.Out, r.Error, r.Err)
 	}
-	if _, err := srv.Registry.Get(context.Background(), "Secret", "default", "b"); !errors.Is(err, api.ErrNotFound) {
+	if _, err := srv.Registry.Get(identity.With(context.Background(), identity.System()), "Secret", "default", "b"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("after delete --wait: %v, want NotFound", err)
 	}
 }
@@ -105,7 +105,7 @@ func TestDelete_ForceRemovesAtOnceForAdminsOnly(t *testing.T) {
 		t.Fatalf("delete --force: %q %v %q", r.Out, r.Error, r.Err)
 	}
 	for _, n := range []string{"a", "b"} {
-		if _, err := srv.Registry.Get(context.Background(), "Secret", "default", n); !errors.Is(err, api.ErrNotFound) {
+		if _, err := srv.Registry.Get(identity.With(context.Background(), identity.System()), "Secret", "default", n); !errors.Is(err, api.ErrNotFound) {
 			t.Errorf("after delete --force, %s: %v", n, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/clitest"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/server/servertest"
@@ -40,7 +41,7 @@ func TestDescribe_SecretShowsMetadataAndKeySizesNeverValues(t *testing.T) {
 	if r.Error != nil {
 		t.Fatalf("apply: %v %s", r.Error, r.Err)
 	}
-	if _, _, err := srv.Registry.Delete(context.Background(), api.KindSecret, "team", "db", api.DeleteOptions{}); err != nil {
+	if _, _, err := srv.Registry.Delete(identity.With(context.Background(), identity.System()), api.KindSecret, "team", "db", api.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	r = clitest.Run(t, srv.URL, srv.Token, "describe", "secret", "db", "-n", "team")

@@ -10,6 +10,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/clitest"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -169,14 +170,14 @@ func TestGet_WatchPrintsAChange(t *testing.T) {
 		done <- clitest.RunContext(ctx, t, srv.URL, srv.Token, clitest.Cmd{Args: []string{"get", "secrets", "-w"}}, &out)
 	}()
 	waitFor(t, &out, "db     Opaque   2")
-	if _, err := srv.Registry.Patch(context.Background(), "Secret", "default", "db",
+	if _, err := srv.Registry.Patch(identity.With(context.Background(), identity.System()), "Secret", "default", "db",
 		[]byte(`{"data":{"extra":"eA=="}}`), false); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, &out, "db     Opaque   3")
 	// A cut connection is resumed from the last version seen.
 	srv.CloseWatches()
-	if _, err := srv.Registry.Patch(context.Background(), "Secret", "default", "db",
+	if _, err := srv.Registry.Patch(identity.With(context.Background(), identity.System()), "Secret", "default", "db",
 		[]byte(`{"data":{"more":"eA=="}}`), false); err != nil {
 		t.Fatal(err)
 	}

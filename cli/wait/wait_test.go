@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"cairn.dev/cairn/cli/clitest"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/server/servertest"
 )
 
 func TestWait_ForPhaseSetByStatusUpdate(t *testing.T) {
 	srv := servertest.Start(t)
-	ctx := context.Background()
+	ctx := identity.With(context.Background(), identity.System()) // for the registry
 	r := clitest.RunContext(ctx, t, srv.URL, srv.Token,
 		clitest.Cmd{Args: []string{"apply", "-f", "-"}, Stdin: "kind: Namespace\nmetadata: {name: team}\n"}, nil)
 	if r.Error != nil {

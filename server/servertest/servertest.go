@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"cairn.dev/cairn/auth"
+	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/registry"
@@ -57,6 +58,7 @@ type config struct {
 	bookmarkInterval time.Duration
 	maxBodyBytes     int64
 	logger           *slog.Logger
+	authorize        []authz.Rule
 }
 
 // Option changes how Start builds the server.
@@ -76,9 +78,15 @@ func SharedWith(other *Server) Option {
 	return WithStore(other.Store, other.EtcdEndpoint, other.KeyFile)
 }
 
-// WithKinds serves these kinds instead of kinds.All().
+// WithKinds serves these kinds instead of kinds.All(kinds.Deps{}).
 func WithKinds(k ...registry.Kind) Option {
 	return func(c *config) { c.kinds = k }
+}
+
+// WithAuthorize adds global authorization rules (registry.Options.Authorize)
+// after authz.AllowUnscoped, which every test server has.
+func WithAuthorize(rules ...authz.Rule) Option {
+	return func(c *config) { c.authorize = append(c.authorize, rules...) }
 }
 
 // WithBookmarkInterval sets how often watches send BOOKMARK events.
@@ -111,7 +119,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		c.keyFile = filepath.Join(t.TempDir(), "encryption.key")
 	}
 	if c.kinds == nil {
-		c.kinds = kinds.All()
+		c.kinds = kinds.All(kinds.Deps{})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -119,8 +127,10 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if err != nil {
 		t.Fatalf("servertest: encryption key: %v", err)
 	}
+	// As the daemon does, user tokens without a scope may do everything
+	// but force deletions; scoped tokens get what rules grant their scope.
 	reg, err := registry.New(c.store, registry.Options{Kinds: c.kinds, Encryption: enc,
-		BookmarkInterval: c.bookmarkInterval})
+		BookmarkInterval: c.bookmarkInterval, Authorize: append([]authz.Rule{authz.AllowUnscoped}, c.authorize...)})
 	if err != nil {
 		t.Fatalf("servertest: registry: %v", err)
 	}

@@ -1,0 +1,228 @@
+package registry
+
+import (
+	"context"
+	"errors"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/store"
+)
+
+// run plans items (already authorized for u) and commits them in one store
+// transaction, retrying the races the single-object verbs retry: an
+// unconditional write whose object changed, a create whose owners or
+// namespace moved, a generated name that collided, a stale first read. It
+// is the one commit path of Create, Update, UpdateStatus, Delete and
+// Txn.Commit.
+//
+// It returns the results in item order; or the index of the item that
+// failed (-1 when the failure is the transaction's as a whole) and its
+// error, a store error or an *api.Status (see apiError).
+func (r *Registry) run(ctx context.Context, u identity.User, items []*txnItem) ([]TxnResult, int, error) {
+	plans := make([]*plan, len(items))
+	for attempt := 0; ; attempt++ {
+		pend := pendingOf(r, items)
+		var failed []int
+		for i, it := range items {
+			p, err := r.planItem(ctx, u, it, attempt, pend)
+			switch {
+			case errors.Is(err, store.ErrPrecondition):
+				failed = append(failed, i) // a conditional write read a newer version
+			case err != nil:
+				return nil, i, err
+			}
+			plans[i] = p
+		}
+		if len(failed) == 0 {
+			rev, err := r.commitAll(ctx, plans)
+			if err == nil {
+				return results(plans, rev), -1, nil
+			}
+			if !errors.Is(err, store.ErrPrecondition) {
+				return nil, -1, err
+			}
+			if failed, err = r.failing(ctx, plans); err != nil {
+				return nil, -1, err
+			}
+		}
+		for _, i := range failed {
+			if err := r.explain(ctx, items, i, plans[i]); err != nil {
+				return nil, i, err
+			}
+			if attempt >= items[i].maxAttempts() {
+				return nil, i, items[i].exhausted()
+			}
+		}
+		if attempt >= maxUpdateAttempts {
+			return nil, -1, api.NewStatus(api.ReasonConflict, "the transaction's objects keep changing; retry")
+		}
+	}
+}
+
+// planItem plans one item; attempt > 0 reads linearizably (see
+// readForWrite).
+func (r *Registry) planItem(ctx context.Context, u identity.User, it *txnItem, attempt int, pend pending) (*plan, error) {
+	switch it.op {
+	case OpCreate:
+		return r.planCreate(ctx, r.admission(OpCreate, u), it.k, it.obj, pend)
+	case OpUpdate, OpUpdateStatus:
+		obj := it.obj
+		conditional := obj.ResourceVersion != ""
+		cur, err := r.readForWrite(ctx, it.k, obj.Namespace, obj.Name, attempt, func(s *stored) bool {
+			return !conditional || s.obj.ResourceVersion == obj.ResourceVersion
+		})
+		if err != nil {
+			return nil, err
+		}
+		if !conditional {
+			obj = obj.DeepCopy()
+			obj.ResourceVersion = cur.obj.ResourceVersion
+		}
+		return r.planUpdate(ctx, r.admission(it.op, u), it.k, obj, cur, pend)
+	case OpDelete:
+		pre := it.opts.Preconditions
+		cur, err := r.readForWrite(ctx, it.k, it.delNS, it.delName, attempt, func(s *stored) bool {
+			return (pre.UID == "" || pre.UID == s.obj.UID) && (pre.ResourceVersion == "" || pre.ResourceVersion == s.obj.ResourceVersion)
+		})
+		if err != nil {
+			return nil, err
+		}
+		return r.planDelete(ctx, r.admission(OpDelete, u), it.k, cur, it.opts)
+	}
+	return &plan{self: it.conds, ops: it.ops}, nil
+}
+
+// pendingOf returns the creates among items, by key; nil for one item.
+func pendingOf(r *Registry, items []*txnItem) pending {
+	if len(items) < 2 {
+		return nil
+	}
+	pend := pending{}
+	for _, it := range items {
+		if it.op == OpCreate {
+			pend[r.key(it.k, it.obj.Namespace, it.obj.Name)] = it.obj.UID
+		}
+	}
+	return pend
+}
+
+// commitAll commits plans in one store transaction, each condition once.
+// It returns BadRequest when they exceed etcd's limits, and
+// store.ErrPrecondition when a condition failed.
+func (r *Registry) commitAll(ctx context.Context, plans []*plan) (int64, error) {
+	if len(plans) == 1 {
+		return r.store.Txn(ctx, r.conds(plans[0]), plans[0].ops...)
+	}
+	var conds []store.Cond
+	var ops []store.Op
+	namespaces := map[string]bool{}
+	owners := map[ownerGuard]bool{}
+	for _, p := range plans {
+		conds = append(conds, p.self...)
+		if p.ns != "" && !namespaces[p.ns] {
+			namespaces[p.ns] = true
+			conds = append(conds, r.namespaceGuards(p.ns)...)
+		}
+		for _, o := range p.owners {
+			if !owners[o] {
+				owners[o] = true
+				conds = append(conds, store.Unchanged(o.key, o.rev))
+			}
+		}
+		ops = append(ops, p.ops...)
+	}
+	if len(conds) > maxTxnOps || len(ops) > maxTxnOps {
+		return 0, api.NewBadRequest("the transaction needs %d conditions and %d writes; etcd accepts at most %d of each: split it",
+			len(conds), len(ops), maxTxnOps)
+	}
+	return r.store.Txn(ctx, conds, ops...)
+}
+
+// failing returns the plans whose own conditions fail now, each checked by
+// a transaction that writes nothing.
+func (r *Registry) failing(ctx context.Context, plans []*plan) ([]int, error) {
+	if len(plans) == 1 {
+		return []int{0}, nil
+	}
+	var failed []int
+	for i, p := range plans {
+		_, err := r.store.Txn(ctx, r.conds(p))
+		switch {
+		case errors.Is(err, store.ErrPrecondition):
+			failed = append(failed, i)
+		case err != nil:
+			return nil, err
+		}
+	}
+	return failed, nil
+}
+
+// explain decides about item i, whose conditions failed (p is its plan,
+// nil when planning found it stale): nil to try again, or the error that
+// ends the write.
+func (r *Registry) explain(ctx context.Context, items []*txnItem, i int, p *plan) error {
+	it := items[i]
+	switch it.op {
+	case OpCreate:
+		if p == nil {
+			return nil
+		}
+		_, err := r.store.Get(ctx, p.key)
+		switch {
+		case err == nil && it.generate:
+			rename(items, i)
+			return nil
+		case err == nil:
+			return api.NewAlreadyExists(it.k.Kind, it.obj.Name)
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+		if p.ns != "" {
+			return r.explainNamespace(ctx, it.k, p.ns)
+		}
+		return nil // an owner moved
+	case OpUpdate, OpUpdateStatus:
+		if it.obj.ResourceVersion == "" {
+			return nil
+		}
+		// The object or one of its guards (a new owner) moved, or the
+		// first read was stale: only the object moving is a conflict.
+		now, err := r.read(ctx, it.k, it.obj.Namespace, it.obj.Name)
+		if err == nil && now.obj.ResourceVersion == it.obj.ResourceVersion {
+			return nil
+		}
+		return api.NewConflict(it.k.Kind, it.obj.Name, "the object has been modified; read it again and retry")
+	case OpDelete:
+		return nil // the next read checks the preconditions again
+	}
+	return api.NewStatus(api.ReasonConflict, "a condition of the transaction's extra writes does not hold")
+}
+
+// rename gives the create items[i], whose generated name collided, a new
+// one, and points the owner references to it (by uid) there.
+func rename(items []*txnItem, i int) {
+	c := items[i].obj
+	c.Name = c.GenerateName + randomSuffix()
+	for _, it := range items {
+		if it.obj == nil {
+			continue
+		}
+		for j := range it.obj.OwnerReferences {
+			if o := &it.obj.OwnerReferences[j]; o.UID == c.UID {
+				o.Name = c.Name
+			}
+		}
+	}
+}
+
+// results are the objects plans leave once committed at revision rev.
+func results(plans []*plan, rev int64) []TxnResult {
+	out := make([]TxnResult, len(plans))
+	for i, p := range plans {
+		if p.out != nil {
+			out[i] = TxnResult{Object: p.result(rev), Gone: p.gone}
+		}
+	}
+	return out
+}

@@ -1,0 +1,225 @@
+package registry
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/store"
+)
+
+// A plan is one object's share of a store transaction, computed without
+// writing anything: the conditions under which it may commit, its writes,
+// and the object that results. planCreate, planUpdate and planDelete make
+// plans with every per-object check (validation and kind hooks, owners,
+// namespace, deletion marks); the single-object verbs commit one plan, a
+// Txn commits many in one etcd transaction (run, in txn.go).
+type plan struct {
+	k   *Kind
+	key string
+	// self are the object's own conditions: absent (create) or unchanged
+	// since read (update, delete); a Txn's extra conditions for Also.
+	self []store.Cond
+	// ns is the namespace that must exist and not be terminating when the
+	// write commits: a create's, unless the Namespace is created in the
+	// same transaction; "" for none.
+	ns string
+	// owners are the owners the object newly references, at the revision
+	// they were checked.
+	owners []ownerGuard
+	ops    []store.Op
+	// out is the object as it will be stored (its resourceVersion is set
+	// by the commit) or, when write is false, the stored object.
+	out *api.Object
+	// write is false when nothing changes: the commit only confirms that
+	// out, which may come from a stale read, is still current.
+	write bool
+	// gone is true when the commit removes the object.
+	gone bool
+}
+
+// ownerGuard requires an owner to be unchanged since it was checked.
+type ownerGuard struct {
+	key string
+	rev int64
+}
+
+// pending are the objects created in one transaction, by key, with their
+// uids: they may own the transaction's other objects, and the Namespaces
+// among them may hold its other creates. It is nil for a single write.
+type pending map[string]string
+
+// has reports whether the object at key is created in the transaction.
+func (pend pending) has(key string) bool {
+	_, ok := pend[key]
+	return ok
+}
+
+// conds are every condition of p alone.
+func (r *Registry) conds(p *plan) []store.Cond {
+	c := append(append([]store.Cond(nil), p.self...), r.namespaceGuards(p.ns)...)
+	for _, o := range p.owners {
+		c = append(c, store.Unchanged(o.key, o.rev))
+	}
+	return c
+}
+
+// result is the object p leaves once committed at revision rev.
+func (p *plan) result(rev int64) *api.Object {
+	if p.write {
+		p.out.ResourceVersion = formatRV(rev)
+	}
+	return p.out
+}
+
+// commit writes one plan. It returns store.ErrPrecondition, writing
+// nothing, when one of its conditions failed.
+func (r *Registry) commit(ctx context.Context, p *plan) (*api.Object, error) {
+	rev, err := r.store.Txn(ctx, r.conds(p), p.ops...)
+	if err != nil {
+		return nil, err
+	}
+	return p.result(rev), nil
+}
+
+// planCreate plans the create of obj, whose name and uid are set (it
+// resets the other server-set fields of obj). It reads nothing but the
+// owners obj references.
+func (r *Registry) planCreate(ctx context.Context, adm *Admission, k *Kind, obj *api.Object, pend pending) (*plan, error) {
+	obj.CreationTimestamp = r.opts.Now().UTC()
+	obj.Generation = 1
+	obj.ResourceVersion = ""
+	obj.DeletionTimestamp = nil
+	obj.SetField(api.FieldStatus, nil)
+	errs := validateMeta(k, obj)
+	if obj.HasFinalizer(api.FinalizerCascadeDeletion) {
+		errs = append(errs, field.Forbidden(metaPath.Child("finalizers"),
+			api.FinalizerCascadeDeletion+" is managed by the server"))
+	}
+	out, kindErrs, err := k.prepare(ctx, adm, obj, nil)
+	if err != nil {
+		return nil, err
+	}
+	if errs = append(errs, kindErrs...); len(errs) > 0 {
+		return nil, api.NewInvalid(k.Kind, obj.Name, errs)
+	}
+	owners, err := r.checkOwners(ctx, k, out, nil, pend)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := r.encode(k, out)
+	if err != nil {
+		return nil, err
+	}
+	key := r.key(k, out.Namespace, out.Name)
+	p := &plan{k: k, key: key, self: []store.Cond{store.Absent(key)}, owners: owners,
+		ops: []store.Op{store.Put(key, raw)}, out: out, write: true}
+	if k.Namespaced && (pend == nil || !pend.has(r.namespaceKey(out.Namespace))) {
+		p.ns = out.Namespace
+	}
+	return p, nil
+}
+
+// planUpdate plans the write of next (main resource or status, by adm.Op)
+// over the stored cur. It returns store.ErrPrecondition when next is not
+// at cur's version (the caller decides between a retry and a Conflict).
+func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next *api.Object, cur *stored, pend pending) (*plan, error) {
+	old := cur.obj
+	if err := checkType(k, next); err != nil {
+		return nil, err
+	}
+	if next.Name != old.Name || (k.Namespaced && next.Namespace != old.Namespace) {
+		return nil, api.NewBadRequest("metadata.name and metadata.namespace cannot change")
+	}
+	if next.ResourceVersion != old.ResourceVersion {
+		return nil, store.ErrPrecondition
+	}
+	if next.UID != "" && next.UID != old.UID {
+		return nil, api.NewConflict(k.Kind, next.Name, "uid precondition failed: the object was deleted and created again")
+	}
+	var obj *api.Object
+	var metaErrs field.ErrorList
+	if adm.Op == OpUpdateStatus {
+		obj = old.DeepCopy()
+		obj.SetField(api.FieldStatus, next.Field(api.FieldStatus))
+	} else {
+		obj = next.DeepCopy()
+		obj.UID, obj.CreationTimestamp, obj.DeletionTimestamp = old.UID, old.CreationTimestamp, old.DeletionTimestamp
+		obj.Generation, obj.GenerateName = old.Generation, old.GenerateName
+		obj.SetField(api.FieldStatus, old.Field(api.FieldStatus))
+		metaErrs = append(validateMeta(k, obj), validateFinalizerChange(old, obj)...)
+	}
+	out, errs, err := k.prepare(ctx, adm, obj, old)
+	if err != nil {
+		return nil, err
+	}
+	if errs = append(metaErrs, errs...); len(errs) > 0 {
+		return nil, api.NewInvalid(k.Kind, obj.Name, errs)
+	}
+	key := r.key(k, out.Namespace, out.Name)
+	p := &plan{k: k, key: key, self: []store.Cond{store.Unchanged(key, cur.rev)}, out: out, write: true}
+	if adm.Op != OpUpdateStatus {
+		if p.owners, err = r.checkOwners(ctx, k, out, old.OwnerReferences, pend); err != nil {
+			return nil, err
+		}
+	}
+	if adm.Op == OpUpdate && string(desired(out)) != string(desired(old)) {
+		out.Generation = old.Generation + 1
+	}
+	switch {
+	case out.Deleting() && len(out.Finalizers) == 0:
+		p.ops, p.gone = append(removeOps(k, out), store.Del(key)), true
+	case sameStored(out, old):
+		p.out, p.write = old, false
+	default:
+		raw, err := r.encode(k, out)
+		if err != nil {
+			return nil, err
+		}
+		p.ops = []store.Op{store.Put(key, raw)}
+	}
+	return p, nil
+}
+
+// planDelete plans the deletion of the stored cur: with opts.Force its
+// removal; for an object already marked, nothing (the plan confirms cur);
+// else the deletion mark (deletionTimestamp and the cascade-deletion
+// finalizer). It returns Conflict when a precondition of opts does not
+// match cur.
+func (r *Registry) planDelete(ctx context.Context, adm *Admission, k *Kind, cur *stored, opts api.DeleteOptions) (*plan, error) {
+	name := cur.obj.Name
+	if p := opts.Preconditions; p.UID != "" && p.UID != cur.obj.UID {
+		return nil, api.NewConflict(k.Kind, name, "uid precondition failed: the object has uid "+cur.obj.UID)
+	}
+	if p := opts.Preconditions; p.ResourceVersion != "" && p.ResourceVersion != cur.obj.ResourceVersion {
+		return nil, api.NewConflict(k.Kind, name, "resourceVersion precondition failed: the object is at "+cur.obj.ResourceVersion)
+	}
+	key := r.key(k, cur.obj.Namespace, name)
+	p := &plan{k: k, key: key, self: []store.Cond{store.Unchanged(key, cur.rev)}}
+	switch {
+	case opts.Force:
+		p.ops, p.out, p.write, p.gone = append(removeOps(k, cur.obj), store.Del(key)), cur.obj.DeepCopy(), true, true
+		return p, nil
+	case cur.obj.Deleting():
+		p.out = cur.obj
+		return p, nil
+	}
+	obj := cur.obj.DeepCopy()
+	now := r.opts.Now().UTC()
+	obj.DeletionTimestamp = &now
+	obj.AddFinalizer(api.FinalizerCascadeDeletion)
+	out, errs, err := k.prepare(ctx, adm, obj, cur.obj)
+	if err != nil {
+		return nil, err
+	}
+	if len(errs) > 0 {
+		return nil, api.NewInvalid(k.Kind, name, errs)
+	}
+	raw, err := r.encode(k, out)
+	if err != nil {
+		return nil, err
+	}
+	p.ops, p.out, p.write = append(markOps(k, out), store.Put(key, raw)), out, true
+	return p, nil
+}
