@@ -1,6 +1,8 @@
 package kinds
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"cairn.dev/cairn/api"
@@ -21,7 +23,9 @@ func Lease() registry.Kind {
 			{Name: "TRANSITIONS", Path: ".spec.leaseTransitions", Wide: true},
 			{Name: "AGE", Path: ".metadata.creationTimestamp", Format: "age"},
 		},
-		Validate: validateLease,
+		Validate: func(_ context.Context, _ *registry.Admission, l *api.Lease) field.ErrorList {
+			return validateLease(l)
+		},
 	})
 }
 

@@ -35,8 +35,8 @@ type HandlerOptions struct {
 // It keeps no tokens of its own: every request but /healthz and /readyz
 // is authenticated and authorized by the API server, with the caller's
 // bearer token. Whoever may read an object there may read its trace here;
-// /metrics needs a token that may read the API's discovery (scoped tokens
-// may not).
+// /metrics needs a token that may read the controllers' Lease (scoped
+// worker tokens may not).
 func (m *Manager) Handler(opts HandlerOptions) http.Handler {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
@@ -90,7 +90,9 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	if _, err := c.Kinds(r.Context()); err != nil {
+	// Whoever may read the controllers' Lease may read their metrics:
+	// admins, not scoped worker tokens.
+	if _, err := c.Get(r.Context(), api.KindLease, "", LeaseName); err != nil && !errors.Is(err, api.ErrNotFound) {
 		writeStatus(w, err)
 		return
 	}
@@ -150,6 +152,9 @@ func (h *handler) trace(w http.ResponseWriter, r *http.Request) {
 }
 
 func writeStatus(w http.ResponseWriter, err error) {
+	if errors.Is(err, client.ErrUnreachable) {
+		err = api.NewStatus(api.ReasonUnavailable, "the API server does not answer")
+	}
 	st := api.AsStatus(err)
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(st.Details.RetryAfterSeconds))

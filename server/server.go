@@ -56,6 +56,10 @@ type Options struct {
 	// ShutdownTimeout bounds how long Serve waits for in-flight requests
 	// once its context ends before it closes connections; default 30s.
 	ShutdownTimeout time.Duration
+	// Traces serves GET .../{plural}/{name}/trace: the controllers' traces
+	// kept by this process, or the address of the process that keeps them.
+	// Nil answers 503.
+	Traces TraceSource
 }
 
 // Server is the HTTP API. It is an http.Handler (usable with any listener
@@ -70,6 +74,8 @@ type Server struct {
 
 	mu      sync.Mutex
 	streams map[*stream]struct{}
+	// forwarder relays trace requests to the controllers' leader.
+	forwarder *http.Client
 }
 
 // New builds a Server. It fails when Registry or Auth is missing or when
@@ -99,7 +105,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	return &Server{opts: opts, reg: opts.Registry, auth: opts.Auth, log: opts.Logger,
-		metrics: m, streams: map[*stream]struct{}{}}, nil
+		metrics: m, streams: map[*stream]struct{}{}, forwarder: &http.Client{Timeout: 10 * time.Second}}, nil
 }
 
 // ServeHTTP serves one request. It blocks until the response is complete:
