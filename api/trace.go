@@ -6,6 +6,10 @@ import "time"
 // Trace is not a stored kind: controllers keep traces in memory only.
 const KindTrace = "Trace"
 
+// ActionTrace is the name of the object endpoint that answers a Trace:
+// GET .../{plural}/{name}/trace.
+const ActionTrace = "trace"
+
 // Trace is what the controllers did about one object in its last
 // reconciles: the answer to "why is this stuck?". Traces live in the memory
 // of the controller process (the leader), are bounded, and are lost when it

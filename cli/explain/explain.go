@@ -30,9 +30,6 @@ import (
 	"cairn.dev/cairn/client"
 )
 
-// ActionTrace is the name of the object action that returns an api.Trace.
-const ActionTrace = "trace"
-
 // flagpole holds the flags of `cairn explain`.
 type flagpole struct {
 	Output string
@@ -154,7 +151,7 @@ func Read(ctx context.Context, c client.Interface, kind, ns, name string) (*api.
 	ref := api.ObjectReference{Kind: kind, Namespace: ns, Name: name}
 	empty := &api.Trace{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindTrace},
 		Object: ref, Reconciles: []api.TraceReconcile{}}
-	raw, err := c.Action(ctx, client.ActionRequest{Method: "GET", Kind: kind, Namespace: ns, Name: name, Action: ActionTrace})
+	raw, err := c.Action(ctx, client.ActionRequest{Method: "GET", Kind: kind, Namespace: ns, Name: name, Action: api.ActionTrace})
 	if errors.Is(err, api.ErrNotFound) {
 		return empty, nil
 	}
