@@ -3,7 +3,9 @@
 // Reconciler, retry failures with backoff, honour requeue-after and never
 // hand the same key to two workers at once. Every cairn controller (garbage
 // collector, installation, execution, scheduler, cleaner, ...) is one
-// Controller fed by informers (see EnqueueFromInformer).
+// Controller fed by informers (see EnqueueFromInformer). With
+// Options.Traces, the controller also keeps a trace of each reconcile (see
+// package trace), which `cairn explain` shows.
 package controller
 
 import (
@@ -11,12 +13,16 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/workqueue"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/trace"
 )
 
 // Options configures a Controller. The zero value is usable.
@@ -36,6 +42,18 @@ type Options struct {
 	Metrics prometheus.Registerer
 	// Logger receives reconcile failures; default slog.Default().
 	Logger *slog.Logger
+	// Traces, when set, receives a trace of every reconcile: each
+	// Reconcile gets a fresh trace.Recorder on its ctx, and when it
+	// returns the steps it recorded and how it ended ("done",
+	// "requeue in 5s", "failed: ...", "panicked: ...") are added to
+	// Traces under the object the reconciler named with trace.Object.
+	// Nil (the default) records nothing and costs one nil check.
+	Traces *trace.Store
+	// TraceKind files the trace of a reconcile whose reconciler did not
+	// call trace.Object under the object of this kind named by the key
+	// ("ns/name", or "name" for cluster-scoped kinds). Empty: such traces
+	// are dropped. It suits controllers keyed by api.Key of one kind.
+	TraceKind string
 }
 
 // Controller feeds keys from a work queue to a Reconciler. Create it with
@@ -48,6 +66,8 @@ type Controller struct {
 	workers int
 	log     *slog.Logger
 	m       *metrics // nil without Options.Metrics
+	traces  *trace.Store
+	kind    string // Options.TraceKind
 	started atomic.Bool
 }
 
@@ -76,6 +96,8 @@ func New(name string, r Reconciler, opts Options) *Controller {
 		r:       r,
 		workers: opts.Workers,
 		log:     opts.Logger.With("controller", name),
+		traces:  opts.Traces,
+		kind:    opts.TraceKind,
 	}
 	cfg := workqueue.TypedRateLimitingQueueConfig[string]{}
 	if opts.Metrics != nil {
@@ -176,15 +198,68 @@ func (c *Controller) processNext(ctx context.Context) bool {
 
 // reconcile calls the Reconciler, turning a panic into an error so one bad
 // object cannot take the process down; the key is then retried like any
-// failure.
+// failure. With Options.Traces it records the reconcile's trace.
 func (c *Controller) reconcile(ctx context.Context, key string) (res Result, err error) {
+	var rec *trace.Recorder
+	if c.traces != nil {
+		rec = trace.NewRecorder(c.name, key, time.Now)
+		ctx = trace.With(ctx, rec)
+	}
 	defer func() {
-		if p := recover(); p != nil {
+		p := recover()
+		if p != nil {
 			c.log.Error("reconcile panicked", "key", key, "panic", p, "stack", string(debug.Stack()))
 			err = fmt.Errorf("controller: %s: reconcile of %q panicked: %v", c.name, key, p)
 		}
+		if rec != nil {
+			c.fileTrace(rec, key, outcome(ctx, res, err, p), err)
+		}
 	}()
 	return c.r.Reconcile(ctx, key)
+}
+
+// fileTrace finishes rec and adds it to the trace store under the object
+// the reconciler named, or else under the key read as "ns/name" of
+// Options.TraceKind; without either it is dropped.
+func (c *Controller) fileTrace(rec *trace.Recorder, key, outcome string, err error) {
+	ref, r, ok := rec.Finish(outcome, err)
+	if !ok {
+		if c.kind == "" {
+			return
+		}
+		ref = api.ObjectReference{Kind: c.kind}
+		ref.Namespace, ref.Name = splitKey(key)
+	}
+	c.traces.Add(ref, r)
+}
+
+// outcome words the end of a reconcile for people: "done",
+// "requeue in 5s", "failed: ...", "failed, not retried: ...",
+// "interrupted: ..." (the controller was stopping) or "panicked: ...".
+func outcome(ctx context.Context, res Result, err error, panicked any) string {
+	switch {
+	case panicked != nil:
+		return fmt.Sprintf("panicked: %v", panicked)
+	case err == nil && res.RequeueAfter > 0:
+		return "requeue in " + res.RequeueAfter.String()
+	case err == nil:
+		return "done"
+	case ctx.Err() != nil:
+		return "interrupted: " + err.Error()
+	case IsTerminal(err):
+		return "failed, not retried: " + err.Error()
+	default:
+		return "failed: " + err.Error()
+	}
+}
+
+// splitKey reads a key made by api.Key: "ns/name", or "name" for
+// cluster-scoped objects.
+func splitKey(key string) (ns, name string) {
+	if i := strings.IndexByte(key, '/'); i >= 0 {
+		return key[:i], key[i+1:]
+	}
+	return "", key
 }
 
 func (c *Controller) count(result string) {

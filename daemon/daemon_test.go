@@ -18,10 +18,8 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
-	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
-	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/store/storetest"

@@ -13,6 +13,8 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/client/local"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/informer"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/kinds"
@@ -21,7 +23,7 @@ import (
 
 // startWithWidgets starts a server that serves the Widget test kind too.
 func startWithWidgets(t *testing.T) *servertest.Server {
-	return servertest.Start(t, servertest.WithKinds(append(kinds.All(), testkit.WidgetKind())...))
+	return servertest.Start(t, servertest.WithKinds(append(kinds.All(kinds.Deps{}), testkit.WidgetKind())...))
 }
 
 // refsIndex is the name of the index of Widgets by the names in spec.refs:
@@ -165,13 +167,13 @@ func TestInformer_IndexesFollowAddsUpdatesDeletesAndRelist(t *testing.T) {
 	srv := startWithWidgets(t)
 	var net partition
 	c := net.client(t, srv)
-	local := client.NewLocal(srv.Registry)
-	mustCreate(t, local, testkit.Object(api.KindNamespace, "", "other"))
-	o1 := mustCreate(t, local, testkit.Secret("default", "owner1", nil))
-	o2 := mustCreate(t, local, testkit.Secret("default", "owner2", nil))
-	mustCreate(t, local, testkit.Widget("default", "w1", testkit.OwnedBy(o1), refs("a")))
-	mustCreate(t, local, testkit.Widget("default", "w2", testkit.OwnedBy(o1, o2), refs("a", "b")))
-	mustCreate(t, local, testkit.Widget("other", "w3", refs("b")))
+	lc := local.New(srv.Registry, identity.System())
+	mustCreate(t, lc, testkit.Object(api.KindNamespace, "", "other"))
+	o1 := mustCreate(t, lc, testkit.Secret("default", "owner1", nil))
+	o2 := mustCreate(t, lc, testkit.Secret("default", "owner2", nil))
+	mustCreate(t, lc, testkit.Widget("default", "w1", testkit.OwnedBy(o1), refs("a")))
+	mustCreate(t, lc, testkit.Widget("default", "w2", testkit.OwnedBy(o1, o2), refs("a", "b")))
+	mustCreate(t, lc, testkit.Widget("other", "w3", refs("b")))
 
 	funcs := map[string]informer.IndexFunc{
 		informer.OwnerUIDIndex:  informer.IndexOwnerUID,
@@ -212,11 +214,11 @@ func TestInformer_IndexesFollowAddsUpdatesDeletesAndRelist(t *testing.T) {
 	}
 
 	// Changes seen by the watch.
-	patchWidget(t, local, "default", "w1", `{"spec":{"refs":["b"]}}`)
+	patchWidget(t, lc, "default", "w1", `{"spec":{"refs":["b"]}}`)
 	ref2, _ := json.Marshal([]api.OwnerReference{api.OwnerRefTo(o2, false)})
-	patchWidget(t, local, "default", "w2", `{"metadata":{"ownerReferences":`+string(ref2)+`}}`)
-	deleteWidget(t, local, "other", "w3")
-	mustCreate(t, local, testkit.Widget("default", "w4", testkit.OwnedBy(o2), refs("a")))
+	patchWidget(t, lc, "default", "w2", `{"metadata":{"ownerReferences":`+string(ref2)+`}}`)
+	deleteWidget(t, lc, "other", "w3")
+	mustCreate(t, lc, testkit.Widget("default", "w4", testkit.OwnedBy(o2), refs("a")))
 	waitIndexes(t, inf, funcs, "the indexes after updates, a delete and an add", indexState{
 		informer.OwnerUIDIndex:  {o1.UID: {"default/w1"}, o2.UID: {"default/w2", "default/w4"}},
 		informer.NamespaceIndex: {"default": {"default/w1", "default/w2", "default/w4"}},
@@ -230,13 +232,13 @@ func TestInformer_IndexesFollowAddsUpdatesDeletesAndRelist(t *testing.T) {
 	w1Updates := rec.updates["default/w1"]
 	rec.mu.Unlock()
 	net.cut(srv)
-	deleteWidget(t, local, "default", "w4")
-	patchWidget(t, local, "default", "w1", `{"spec":{"refs":["x"]}}`)
-	patchWidget(t, local, "default", "w1", `{"spec":{"refs":["c"]}}`) // a relist sees only this one
-	mustCreate(t, local, testkit.Widget("default", "w5", testkit.OwnedBy(o1), refs("a")))
-	mustCreate(t, local, testkit.Widget("other", "w6", refs("a")))
-	deleteWidget(t, local, "default", "w2")
-	w2 := mustCreate(t, local, testkit.Widget("default", "w2", testkit.OwnedBy(o1), refs("d"))) // a new incarnation
+	deleteWidget(t, lc, "default", "w4")
+	patchWidget(t, lc, "default", "w1", `{"spec":{"refs":["x"]}}`)
+	patchWidget(t, lc, "default", "w1", `{"spec":{"refs":["c"]}}`) // a relist sees only this one
+	mustCreate(t, lc, testkit.Widget("default", "w5", testkit.OwnedBy(o1), refs("a")))
+	mustCreate(t, lc, testkit.Widget("other", "w6", refs("a")))
+	deleteWidget(t, lc, "default", "w2")
+	w2 := mustCreate(t, lc, testkit.Widget("default", "w2", testkit.OwnedBy(o1), refs("d"))) // a new incarnation
 	ctx := ctxT(t)
 	rev, err := srv.Store.Revision(ctx)
 	if err != nil {
@@ -294,7 +296,7 @@ func TestIndexFuncs_IndexOwnersAndNamespace(t *testing.T) {
 
 func TestInformer_IndexAddedWhileChangesFlowMatchesTheCache(t *testing.T) {
 	srv := startWithWidgets(t)
-	c := client.NewLocal(srv.Registry)
+	c := local.New(srv.Registry, identity.System())
 	inf := informer.New(c, testkit.KindWidget, "default", informer.Options{})
 	run(t, inf)
 

@@ -146,7 +146,7 @@ func (h *handler) trace(w http.ResponseWriter, r *http.Request) {
 	if tr == nil {
 		tr = &api.Trace{}
 	}
-	tr.APIVersion, tr.Kind = api.APIVersion, api.TraceKind
+	tr.APIVersion, tr.Kind = api.APIVersion, api.KindTrace
 	tr.Object = api.ObjectReference{Kind: k.Kind, Namespace: ns, Name: name}
 	writeJSON(w, http.StatusOK, tr)
 }

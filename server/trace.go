@@ -14,7 +14,7 @@ import (
 
 // traceSubresource is the path segment of an object's trace:
 // GET .../{plural}/{name}/trace.
-const traceSubresource = "trace"
+const traceSubresource = api.ActionTrace
 
 // ForwardedHeader marks a trace request forwarded to the controllers'
 // leader, so that it is never forwarded twice.
@@ -64,7 +64,7 @@ func (s *Server) serveTrace(w *statusWriter, r *http.Request, rt *route) {
 		if tr == nil {
 			tr = &api.Trace{}
 		}
-		tr.APIVersion, tr.Kind = api.APIVersion, api.TraceKind
+		tr.APIVersion, tr.Kind = api.APIVersion, api.KindTrace
 		tr.Object = api.ObjectReference{Kind: rt.kind.Kind, Namespace: rt.ns, Name: rt.name}
 		s.writeJSON(w, r, http.StatusOK, tr)
 		return

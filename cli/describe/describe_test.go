@@ -94,7 +94,7 @@ func TestDescribe_SpecAndStatusAsYAML(t *testing.T) {
 // fields come from the kind's declaration through discovery, not from a
 // list of kinds in the CLI.
 func TestDescribe_HidesTheFieldsTheKindDeclaresSensitive(t *testing.T) {
-	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(), vaultKind())...))
+	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(kinds.Deps{}), vaultKind())...))
 	r := clitest.RunContext(context.Background(), t, srv.URL, srv.Token, clitest.Cmd{
 		Args: []string{"apply", "-f", "-"},
 		Stdin: "kind: Vault\nmetadata: {name: v}\n" +

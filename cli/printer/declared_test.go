@@ -34,7 +34,7 @@ func vaultKind() registry.Kind {
 // a kind's sensitive fields from discovery; tables and listings hide
 // them, the YAML of one object asked for by name keeps them.
 func TestGet_RedactsWhatTheKindDeclaresThroughDiscovery(t *testing.T) {
-	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(), vaultKind())...))
+	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(kinds.Deps{}), vaultKind())...))
 	r := clitest.RunContext(context.Background(), t, srv.URL, srv.Token, clitest.Cmd{
 		Args:  []string{"apply", "-f", "-"},
 		Stdin: "kind: Vault\nmetadata: {name: v}\ncredentials: {apiKey: s3cr3t-key}\ntoken: tok-123456\n",

@@ -10,6 +10,7 @@ import (
 	"cairn.dev/cairn/cli/apply"
 	deletecmd "cairn.dev/cairn/cli/delete"
 	"cairn.dev/cairn/cli/describe"
+	"cairn.dev/cairn/cli/explain"
 	"cairn.dev/cairn/cli/get"
 	"cairn.dev/cairn/cli/session"
 	"cairn.dev/cairn/cli/wait"
@@ -43,7 +44,7 @@ func New(streams IOStreams, extra ...*cobra.Command) *cobra.Command {
 	pf.StringVar(&s.Token, "token", "", "the bearer token (default $"+client.EnvToken+" or the config file)")
 	pf.StringVar(&s.ConfigPath, "config", client.DefaultConfigPath(), "the client config file written by 'cairn server'")
 	pf.StringVarP(&s.Namespace, "namespace", "n", api.DefaultNamespace, "the namespace of namespaced objects")
-	for _, c := range []*cobra.Command{apply.New(s), get.New(s), describe.New(s), deletecmd.New(s), wait.New(s)} {
+	for _, c := range []*cobra.Command{apply.New(s), get.New(s), describe.New(s), deletecmd.New(s), wait.New(s), explain.New(s)} {
 		explainErrors(c)
 		cmd.AddCommand(c)
 	}

@@ -68,7 +68,7 @@ func widgetKind() registry.Kind {
 // system identity: the in-process client must behave like the HTTP one.
 func start(t *testing.T) (*servertest.Server, map[string]client.Interface) {
 	t.Helper()
-	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(), widgetKind())...))
+	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(kinds.Deps{}), widgetKind())...))
 	hc, err := client.NewHTTP(client.Config{Server: srv.URL, Token: srv.Token})
 	if err != nil {
 		t.Fatal(err)

@@ -104,7 +104,7 @@ func TestObject_BuildersSetWhatTheirOptionsSay(t *testing.T) {
 }
 
 func TestWidgetKind_IsServedWithSpecAndStatus(t *testing.T) {
-	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(), testkit.WidgetKind())...))
+	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(kinds.Deps{}), testkit.WidgetKind())...))
 	c, err := client.NewHTTP(client.Config{Server: srv.URL, Token: srv.Token})
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ type widget struct {
 // "wd"): namespaced, with a status subresource, no hooks. Serve it next to
 // the real kinds, e.g.
 //
-//	servertest.Start(t, servertest.WithKinds(append(kinds.All(), testkit.WidgetKind())...))
+//	servertest.Start(t, servertest.WithKinds(append(kinds.All(kinds.Deps{}), testkit.WidgetKind())...))
 func WidgetKind() registry.Kind {
 	return registry.Define(registry.Spec[*widget]{
 		Kind:       KindWidget,
