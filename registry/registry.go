@@ -10,10 +10,12 @@ package registry
 
 import (
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/registry/internal/watchcache"
 	"cairn.dev/cairn/store"
 )
 
@@ -33,6 +35,10 @@ type Options struct {
 	BookmarkInterval time.Duration
 	// Now returns the current time; default time.Now.
 	Now func() time.Time
+	// Logger receives the registry's warnings (a watch cache's etcd watch
+	// that ended and is restarted); default slog.Default(), as in cairn's
+	// other packages.
+	Logger *slog.Logger
 }
 
 // Registry serves the API semantics. It is safe for concurrent use.
@@ -42,7 +48,7 @@ type Registry struct {
 	byPlural map[string]*Kind
 	enc      *Encryption
 	opts     Options
-	watch    watchCaches // shared watch caches per kind (watchcache.go); its zero value is ready
+	watch    *watchcache.Caches // shared watch caches per kind (watch.go)
 }
 
 // New builds a registry over s.
@@ -52,6 +58,9 @@ func New(s *store.Store, opts Options) (*Registry, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
 	r := &Registry{store: s, kinds: map[string]*Kind{}, byPlural: map[string]*Kind{},
 		enc: opts.Encryption, opts: opts}
@@ -72,6 +81,7 @@ func New(s *store.Store, opts Options) (*Registry, error) {
 	if _, ok := r.kinds[api.KindNamespace]; !ok {
 		return nil, fmt.Errorf("registry: the Namespace kind must be registered")
 	}
+	r.watch = watchcache.New(s, r.watchOptions())
 	return r, nil
 }
 
