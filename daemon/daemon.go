@@ -132,7 +132,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		return d, err
 	}
 	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(), Encryption: enc,
-		BookmarkInterval: opts.BookmarkInterval})
+		BookmarkInterval: opts.BookmarkInterval, Logger: d.log})
 	if err != nil {
 		return d, err
 	}
