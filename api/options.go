@@ -1,5 +1,7 @@
 package api
 
+import "encoding/json"
+
 // ListOptions select and page a list, or start a watch.
 type ListOptions struct {
 	// LabelSelector filters by labels: "k=v,k!=v,k in (a,b),k,!k".
@@ -35,6 +37,11 @@ type Preconditions struct {
 type Event struct {
 	Type   string
 	Object *Object
+	// Raw is Object's JSON (what json.Marshal gives), shared by every
+	// watcher that receives the event and encoded once for all of them:
+	// read-only. It is nil when no one has encoded it (marshal Object
+	// then). Only the registry's shared watch cache sets it.
+	Raw json.RawMessage
 }
 
 // Watcher is a stream of watch events.

@@ -139,7 +139,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now}), Encryption: enc,
 		Authorize:        []authz.Rule{authz.AllowUnscoped},
-		BookmarkInterval: opts.BookmarkInterval})
+		BookmarkInterval: opts.BookmarkInterval, Logger: d.log})
 	if err != nil {
 		return d, err
 	}

@@ -21,12 +21,14 @@ package registry
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/registry/internal/watchcache"
 	"cairn.dev/cairn/store"
 )
 
@@ -52,6 +54,10 @@ type Options struct {
 	// the scope of worker tokens). Admins are allowed without rules; with
 	// none, nobody else is.
 	Authorize []authz.Rule
+	// Logger receives the registry's warnings (a watch cache's etcd watch
+	// that ended and is restarted); default slog.Default(), as in cairn's
+	// other packages.
+	Logger *slog.Logger
 }
 
 // Registry serves the API semantics. It is safe for concurrent use.
@@ -62,7 +68,7 @@ type Registry struct {
 	enc      *Encryption
 	opts     Options
 	authz    *authz.Authorizer
-	watch    watchCaches // shared watch caches per kind (watchcache.go); its zero value is ready
+	watch    *watchcache.Caches // shared watch caches per kind (watch.go)
 }
 
 // New builds a registry over s.
@@ -72,6 +78,9 @@ func New(s *store.Store, opts Options) (*Registry, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
 	r := &Registry{store: s, kinds: map[string]*Kind{}, byPlural: map[string]*Kind{},
 		enc: opts.Encryption, opts: opts, authz: authz.New(opts.Authorize...)}
@@ -92,6 +101,7 @@ func New(s *store.Store, opts Options) (*Registry, error) {
 	if _, ok := r.kinds[api.KindNamespace]; !ok {
 		return nil, fmt.Errorf("registry: the Namespace kind must be registered")
 	}
+	r.watch = watchcache.New(s, r.watchOptions())
 	return r, nil
 }
 

@@ -3,13 +3,10 @@ package registry
 import (
 	"context"
 	"errors"
-	"sync"
-	"time"
-
-	"k8s.io/apimachinery/pkg/labels"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
+	"cairn.dev/cairn/registry/internal/watchcache"
 	"cairn.dev/cairn/store"
 )
 
@@ -21,10 +18,12 @@ import (
 // BOOKMARK events carry the version up to which everything was sent. Each
 // change is sent exactly once, in revision order.
 //
-// Watches are served from the kind's shared watch cache (see watchcache.go)
-// when it holds every change after N, else by a watch of their own on the
-// store. The objects sent may be shared with other watchers: never modify
-// them (DeepCopy first). Watch does not block beyond reading the store.
+// Watches are served from the kind's shared watch cache (package
+// registry/internal/watchcache) when it holds every change after N, else
+// by a watch of their own on the store. The objects sent may be shared
+// with other watchers: never modify them (DeepCopy first); events from the
+// cache carry their object's shared JSON in Raw. Watch does not block
+// beyond reading the store.
 //
 // Errors: BadRequest (bad selector or version), Gone (N is compacted away:
 // list again and watch from the list's version), Timeout (N is newer than
@@ -57,7 +56,7 @@ func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOpti
 	// A cache started here starts at rv, or (for a list first) at the
 	// store's current revision, before the list: either way rv is inside
 	// its window.
-	c, err := r.cache(ctx, k, rv)
+	c, err := r.watch.Cache(ctx, r.watchSource(k), rv)
 	if err != nil {
 		return nil, err
 	}
@@ -70,10 +69,31 @@ func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOpti
 		initial = list.Items
 		rv, _ = parseRV(list.ResourceVersion)
 	}
-	if next, ok := c.subscribe(rv); ok {
-		return c.watch(ctx, ns, sel, rv, next, initial), nil
+	return c.Watch(ctx, ns, sel, rv, initial), nil
+}
+
+// Close stops the registry's shared watch caches and waits for their
+// goroutines. Watches served from a cache deliver what the cache had and
+// then end with a ServiceUnavailable error; watches served by their own
+// etcd watch are not affected (they end with their context). A Watch
+// after Close fails with ServiceUnavailable. Call it before closing the
+// store; it is idempotent and safe for concurrent use. The other methods
+// keep working.
+func (r *Registry) Close() { r.watch.Close() }
+
+// watchOptions configures the registry's watch caches.
+func (r *Registry) watchOptions() watchcache.Options {
+	return watchcache.Options{BookmarkInterval: r.opts.BookmarkInterval, Logger: r.opts.Logger}
+}
+
+// watchSource is what the watch cache needs to know of kind k.
+func (r *Registry) watchSource(k *Kind) watchcache.Source {
+	return watchcache.Source{
+		Kind:       k.Kind,
+		Prefix:     r.key(k, "", ""),
+		Namespaced: k.Namespaced,
+		Decode:     func(kv *store.KV) (*api.Object, error) { return r.decode(k, kv) },
 	}
-	return r.watchDirect(ctx, k, ns, sel, rv, initial), nil
 }
 
 // checkRevision refuses a watch from a compacted or future revision.
@@ -88,104 +108,4 @@ func (r *Registry) checkRevision(ctx context.Context, k *Kind, ns string, rv int
 		return api.NewBadRequest("resourceVersion %d is newer than the store: use a resourceVersion returned by the server", rv)
 	}
 	return api.NewInternal(err)
-}
-
-// watchDirect serves a watch with an etcd watch of its own, from revision
-// rv+1: for versions older than the watch cache's window.
-func (r *Registry) watchDirect(ctx context.Context, k *Kind, ns string, sel labels.Selector, rv int64, initial []*api.Object) api.Watcher {
-	wctx, cancel := context.WithCancel(ctx)
-	w := &watcher{events: make(chan api.Event, 64), cancel: cancel, done: make(chan struct{})}
-	sw := r.store.Watch(wctx, r.key(k, ns, ""), rv+1)
-	go w.run(wctx, r, k, sel, initial, sw)
-	return w
-}
-
-// watcher is an API watch served by its own etcd watch.
-type watcher struct {
-	events chan api.Event
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
-	err    error
-}
-
-func (w *watcher) Events() <-chan api.Event { return w.events }
-
-func (w *watcher) Err() error {
-	<-w.done
-	return w.err
-}
-
-func (w *watcher) Stop() {
-	w.once.Do(func() { w.cancel() })
-	<-w.done
-}
-
-func (w *watcher) send(ctx context.Context, ev api.Event) bool {
-	select {
-	case w.events <- ev:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (w *watcher) run(ctx context.Context, r *Registry, k *Kind, sel labels.Selector, initial []*api.Object, sw *store.Watch) {
-	defer close(w.done)
-	defer close(w.events)
-	defer sw.Close()
-	for _, obj := range initial {
-		if !w.send(ctx, api.Event{Type: api.Added, Object: obj}) {
-			return
-		}
-	}
-	tick := time.NewTicker(r.opts.BookmarkInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			if err := sw.RequestProgress(ctx); err != nil && ctx.Err() == nil {
-				w.err = api.NewInternal(err)
-				return
-			}
-		case ev, ok := <-sw.Events():
-			if !ok {
-				if err := sw.Err(); err != nil && ctx.Err() == nil {
-					w.err = watchErr(err)
-				}
-				return
-			}
-			out, ok, err := r.translate(k, sel, ev)
-			if err != nil {
-				w.err = api.NewInternal(err)
-				return
-			}
-			if ok && !w.send(ctx, out) {
-				return
-			}
-		}
-	}
-}
-
-func watchErr(err error) error {
-	if errors.Is(err, store.ErrCompacted) {
-		return api.NewGone("the watch fell behind a compaction: %v; list again", err)
-	}
-	return api.NewInternal(err)
-}
-
-// translate turns a store event into an API event, applying the selector.
-// ok is false when the event is not visible through the selector.
-func (r *Registry) translate(k *Kind, sel labels.Selector, ev store.Event) (api.Event, bool, error) {
-	e := r.newEntry(k, ev)
-	switch {
-	case e.bookmark != nil:
-		return api.Event{Type: api.Bookmark, Object: e.bookmark}, true, nil
-	case e.err != nil:
-		return api.Event{}, false, e.err
-	}
-	out, ok := e.event(sel)
-	return out, ok, nil
 }

@@ -168,14 +168,11 @@ func TestWatchCache_StopCancelAndCloseReleaseGoroutines(t *testing.T) {
 	waitGoroutines(base + 10) // nothing was left behind by Close
 }
 
-func TestWatchCache_EncodedEventsMatchMarshal(t *testing.T) {
+func TestWatchCache_EventsCarryTheirObjectsJSON(t *testing.T) {
 	r, s := newCachedRegistry(t, 0, time.Hour)
-	ctx := sysCtx()
-	w := mustWatch(t, r, "default", currentRV(t, s), "")
-	enc, ok := w.(api.EventEncoder)
-	if !ok {
-		t.Fatal("a cached watcher does not implement api.EventEncoder")
-	}
+	ctx := context.Background()
+	from := currentRV(t, s)
+	ws := []api.Watcher{mustWatch(t, r, "default", from, ""), mustWatch(t, r, "", from, "")}
 	o := nsSecret("default", "e", nil)
 	o.Annotations = map[string]string{"html": "<a & b>"} // escaped alike
 	mustCreate(t, r, o)
@@ -186,19 +183,23 @@ func TestWatchCache_EncodedEventsMatchMarshal(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, typ := range []string{api.Added, api.Modified, api.Deleted} {
-		ev := nextChange(t, w)
-		if ev.Type != typ {
-			t.Fatalf("event %s, want %s", ev.Type, typ)
-		}
-		for range 2 { // encoded once, then shared
-			got, err := enc.EncodeEvent(ev)
+		var first json.RawMessage
+		for i, w := range ws {
+			ev := nextChange(t, w)
+			if ev.Type != typ {
+				t.Fatalf("watcher %d: event %s, want %s", i, ev.Type, typ)
+			}
+			want, err := json.Marshal(ev.Object)
 			if err != nil {
 				t.Fatal(err)
 			}
-			raw, _ := json.Marshal(ev.Object)
-			want, _ := json.Marshal(api.WatchEvent{Type: ev.Type, Object: raw})
-			if !bytes.Equal(got, append(want, '\n')) {
-				t.Fatalf("%s encoded as\n%s\nwant\n%s", typ, got, want)
+			if !bytes.Equal(ev.Raw, want) {
+				t.Fatalf("watcher %d: %s carries\n%s\nwant json.Marshal's\n%s", i, typ, ev.Raw, want)
+			}
+			if first == nil {
+				first = ev.Raw
+			} else if &first[0] != &ev.Raw[0] {
+				t.Fatalf("%s: each watcher got its own encoding, not the shared one", typ)
 			}
 		}
 	}

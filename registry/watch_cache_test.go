@@ -38,11 +38,8 @@ func newBoundedRegistry(t *testing.T, capacity int, maxBytes int64, bookmarks ti
 	if err != nil {
 		t.Fatal(err)
 	}
-	if capacity > 0 {
-		registry.SetWatchCacheCapacity(r, capacity)
-	}
-	if maxBytes > 0 {
-		registry.SetWatchCacheBytes(r, maxBytes)
+	if capacity > 0 || maxBytes > 0 {
+		registry.SetWatchCacheLimits(r, capacity, maxBytes)
 	}
 	if err := r.Init(sysCtx()); err != nil {
 		t.Fatal(err)
@@ -237,73 +234,6 @@ func bigSecret(ns, name string) *api.Object {
 	o := secret(name, map[string]string{"k": strings.Repeat("x", 2<<10)})
 	o.Namespace = ns
 	return o
-}
-
-func TestWatchCache_ResumeInsideAndOutsideTheWindow(t *testing.T) {
-	for _, b := range bounds {
-		t.Run(b.name, func(t *testing.T) {
-			r, s := newBoundedRegistry(t, b.capacity, b.maxBytes, time.Hour)
-			mustWatch(t, r, "default", currentRV(t, s), "") // starts the cache
-			var rvs, names []string
-			write := func(name string) {
-				rvs = append(rvs, mustCreate(t, r, bigSecret("default", name)).ResourceVersion)
-				names = append(names, "ADDED default/"+name)
-			}
-			for i := range 10 {
-				write(fmt.Sprintf("a%d", i))
-			}
-			w := mustWatch(t, r, "default", rvs[2], "")
-			if !registry.ServedFromCache(w) {
-				t.Fatal("a version inside the window is not served from the cache")
-			}
-			expectChanges(t, w, names[3:]...)
-
-			for i := range 40 { // more than the ring holds: a2 falls out of the window
-				write(fmt.Sprintf("b%d", i))
-			}
-			expectChanges(t, w, names[10:]...) // the cache has seen every change
-			st, ok := registry.WatchCacheUsage(r, "Secret")
-			switch {
-			case !ok:
-				t.Fatal("no watch cache runs")
-			case b.capacity > 0 && st.Entries != b.capacity:
-				t.Fatalf("%d entries, want the capacity %d", st.Entries, b.capacity)
-			case b.maxBytes > 0 && (st.Bytes > b.maxBytes || st.Entries < 5 || st.Entries >= 30):
-				t.Fatalf("%d entries of %d bytes, want 5 to 29 within the bound %d", st.Entries, st.Bytes, b.maxBytes)
-			case rvOf(t, rvs[2]) >= st.Since:
-				t.Fatalf("the window starts after %d, not after a2's %s", st.Since, rvs[2])
-			}
-			inside := len(rvs) - 5
-			if rvOf(t, rvs[inside]) < st.Since {
-				t.Fatalf("the window starts after %d, not before b35's %s", st.Since, rvs[inside])
-			}
-			tests := []struct {
-				name      string
-				from      string
-				fromCache bool
-				want      []string
-			}{
-				{"inside the window", rvs[inside], true, names[inside+1:]},
-				{"outside the window", rvs[2], false, names[3:]},
-			}
-			var open []api.Watcher
-			for _, tc := range tests {
-				w := mustWatch(t, r, "default", tc.from, "")
-				if registry.ServedFromCache(w) != tc.fromCache {
-					t.Fatalf("%s: served from the cache = %v, want %v", tc.name, !tc.fromCache, tc.fromCache)
-				}
-				expectChanges(t, w, tc.want...)
-				open = append(open, w)
-			}
-			// Both go on live, each change once.
-			mustCreate(t, r, nsSecret("default", "c", nil))
-			for i, w := range open {
-				if ev := nextChange(t, w); ev.Type != api.Added || ev.Object.Name != "c" {
-					t.Fatalf("%s: live event %s %s, want ADDED c", tests[i].name, ev.Type, ev.Object.Name)
-				}
-			}
-		})
-	}
 }
 
 func TestWatchCache_FirstWatchOfAKindReplaysFromItsVersionThroughTheCache(t *testing.T) {

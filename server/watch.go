@@ -111,11 +111,12 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 	w.WriteHeader(http.StatusOK)
 	w.Flush()
 
-	// A watcher fed by the registry's shared watch cache hands out each
-	// event's line encoded once for all watchers. A burst of events is
+	// Events from the registry's shared watch cache carry their object's
+	// JSON (Raw), encoded once for every watcher: only the line around it
+	// is made here, in a buffer the stream reuses. A burst of events is
 	// flushed once, after its last event.
-	enc, _ := wt.(api.EventEncoder)
 	events := wt.Events()
+	var line []byte
 	for open := true; open; {
 		select {
 		case ev, ok := <-events:
@@ -123,9 +124,19 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 				open = false
 				break
 			}
-			if err := writeWatchEvent(w, enc, ev, len(events) == 0); err != nil {
+			if line, err = appendWatchEvent(line[:0], ev); err != nil {
 				s.log.Error("encode watch event", "path", r.URL.Path, "err", err)
 				open = false
+				break
+			}
+			if _, err := w.Write(line); err != nil {
+				break // the client is gone; its context ends the stream
+			}
+			if len(events) == 0 {
+				w.Flush()
+			}
+			if cap(line) > 1<<20 {
+				line = nil // keep no huge buffer for the stream's life
 			}
 		case <-e.ctx.Done():
 			open = false
@@ -145,23 +156,36 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 	}
 }
 
-// writeWatchEvent writes one watch event line, encoded by enc when it is
-// not nil, and flushes when flush is set.
-func writeWatchEvent(w *statusWriter, enc api.EventEncoder, ev api.Event, flush bool) error {
-	if enc == nil {
-		return writeEvent(w, ev.Type, ev.Object)
+// appendWatchEvent appends the newline-terminated JSON of
+// api.WatchEvent{Type: ev.Type, Object: <ev.Object as JSON>} to b, byte for
+// byte what json.Marshal gives, from ev.Raw when the registry has encoded
+// the object already.
+func appendWatchEvent(b []byte, ev api.Event) ([]byte, error) {
+	raw := []byte(ev.Raw)
+	if raw == nil {
+		var err error
+		if raw, err = json.Marshal(ev.Object); err != nil {
+			return b, err
+		}
 	}
-	line, err := enc.EncodeEvent(ev)
-	if err != nil {
-		return err
+	b = append(b, `{"type":`...)
+	b = appendJSONString(b, ev.Type)
+	b = append(b, `,"object":`...)
+	b = append(b, raw...)
+	return append(b, "}\n"...), nil
+}
+
+// appendJSONString appends s as a JSON string, as json.Marshal would.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
 	}
-	if _, err := w.Write(line); err != nil {
-		return nil // the client is gone; its context ends the stream
-	}
-	if flush {
-		w.Flush()
-	}
-	return nil
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // writeEvent writes one watch event line and flushes it.

@@ -1,4 +1,4 @@
-package registry
+package watchcache
 
 import (
 	"encoding/json"
@@ -14,9 +14,9 @@ import (
 	"cairn.dev/cairn/store"
 )
 
-// cacheEntry is one store event decoded once, shared by every watcher that
-// sees it. It is immutable after construction, and so are the objects it
-// points to: watchers hand them out as they are.
+// entry is one store event decoded once, shared by every watcher that sees
+// it. It is immutable once in the ring, and so are the objects it points
+// to: watchers hand them out as they are.
 //
 // Of the object's previous version an entry keeps only what a watcher needs
 // to filter (whether it existed, and its labels; its namespace is the key's)
@@ -24,7 +24,7 @@ import (
 // otherwise hold two copies of it (for Secrets, of their plaintext). A
 // delete is the exception: its event carries the previous version, so the
 // entry keeps that object in full, once, as gone.
-type cacheEntry struct {
+type entry struct {
 	rev int64
 	ns  string // the namespace segment of the key ("" for cluster-scoped kinds)
 	// size approximates the bytes the entry holds (its objects, not their
@@ -38,36 +38,40 @@ type cacheEntry struct {
 	cur      *api.Object       // the object after a put; nil for a delete
 	gone     *api.Object       // for a delete: the object as it was, at the deletion revision
 	err      error             // the stored value did not decode: watchers that see it fail
+
+	// The JSON of cur and gone, made once for every watcher; set when the
+	// entry enters the ring (nil for an entry of a watch of its own).
+	curEnc, goneEnc *encoding
 }
 
-// Approximate memory costs beyond an object's stored bytes: the entry, its
-// slot in the encodings map and its encoding record; the decoded object's
-// structs, maps and string headers; one map entry.
+// Approximate memory costs beyond an object's stored bytes: the entry and
+// its encoding records; the decoded object's structs, maps and string
+// headers; one map entry.
 const (
 	entryOverhead  = 320
 	objectOverhead = 640
 	mapEntryCost   = 64
 )
 
-// newEntry decodes a store event (once; the watch cache shares the result).
-// A value that does not decode gives an entry carrying the error, so only
+// newEntry decodes a store event (once; the cache shares the result). A
+// value that does not decode gives an entry carrying the error, so only
 // the watchers that would have seen it fail.
-func (r *Registry) newEntry(k *Kind, ev store.Event) *cacheEntry {
-	e := &cacheEntry{rev: ev.Revision, size: entryOverhead}
+func newEntry(src *Source, ev store.Event) *entry {
+	e := &entry{rev: ev.Revision, size: entryOverhead}
 	if ev.Type == store.EventProgress {
-		bm := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: k.Kind}}
+		bm := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: src.Kind}}
 		bm.ResourceVersion = formatRV(ev.Revision)
 		e.bookmark = bm
 		e.size += objectOverhead
 		return e
 	}
 	if ev.KV != nil {
-		e.ns = keyNamespace(k, ev.KV.Key)
+		e.ns = keyNamespace(src, ev.KV.Key)
 	}
 	var prev *api.Object
 	if ev.Prev != nil {
 		var err error
-		if prev, err = r.decode(k, ev.Prev); err != nil {
+		if prev, err = src.Decode(ev.Prev); err != nil {
 			e.err = err
 			return e
 		}
@@ -75,7 +79,7 @@ func (r *Registry) newEntry(k *Kind, ev store.Event) *cacheEntry {
 	}
 	switch ev.Type {
 	case store.EventPut:
-		cur, err := r.decode(k, ev.KV)
+		cur, err := src.Decode(ev.KV)
 		if err != nil {
 			e.err = err
 			return e
@@ -97,7 +101,7 @@ func (r *Registry) newEntry(k *Kind, ev store.Event) *cacheEntry {
 			e.size += objectOverhead + int64(len(ev.Prev.Value))
 		}
 	default:
-		e.err = fmt.Errorf("registry: unknown store event %d", ev.Type)
+		e.err = fmt.Errorf("watch cache: unknown store event %d", ev.Type)
 	}
 	return e
 }
@@ -112,11 +116,11 @@ func labelsSize(l map[string]string) int64 {
 }
 
 // keyNamespace returns the namespace segment of a namespaced kind's key.
-func keyNamespace(k *Kind, key string) string {
-	if !k.Namespaced {
+func keyNamespace(src *Source, key string) string {
+	if !src.Namespaced {
 		return ""
 	}
-	rest := strings.TrimPrefix(key, KeyPrefix+k.Plural+"/")
+	rest := strings.TrimPrefix(key, src.Prefix)
 	ns, _, _ := strings.Cut(rest, "/")
 	return ns
 }
@@ -125,8 +129,9 @@ func keyNamespace(k *Kind, key string) string {
 // visible before and after is MODIFIED, one that becomes visible is ADDED,
 // one that stops being visible (deleted, or no longer matching) is DELETED
 // with the object's latest state. ok is false when nothing is visible.
-// Bookmarks and error entries are the caller's business.
-func (e *cacheEntry) event(sel labels.Selector) (api.Event, bool) {
+// Bookmarks and error entries are the caller's business. The event carries
+// no Raw: see withRaw.
+func (e *entry) event(sel labels.Selector) (api.Event, bool) {
 	prevIn := e.existed && (sel.Empty() || sel.Matches(labels.Set(e.labels)))
 	curIn := e.cur != nil && matches(sel, e.cur)
 	switch {
@@ -142,97 +147,81 @@ func (e *cacheEntry) event(sel labels.Selector) (api.Event, bool) {
 	return api.Event{}, false
 }
 
-// natural is the type of the event that a watcher without a selector gets
-// for obj, one of the entry's objects: the one whose line the cache keeps.
-func (e *cacheEntry) natural(obj *api.Object) string {
+// withRaw sets ev.Raw to the shared JSON of its object, one of the entry's,
+// making it when no watcher has yet. Raw stays nil when the object does not
+// marshal: the caller's own marshal then reports why.
+func (e *entry) withRaw(ev api.Event) api.Event {
 	switch {
-	case obj == e.gone:
-		return api.Deleted
-	case e.existed:
-		return api.Modified
+	case ev.Object == e.cur && e.curEnc != nil:
+		ev.Raw = e.curEnc.json()
+	case ev.Object == e.gone && e.goneEnc != nil:
+		ev.Raw = e.goneEnc.json()
 	}
-	return api.Added
+	return ev
+}
+
+// cache prepares the entry's encodings, counted in bytes while the entry is
+// in the ring. Call it once, before the entry enters the ring.
+func (e *entry) cache(bytes *atomic.Int64) {
+	if e.cur != nil {
+		e.curEnc = &encoding{obj: e.cur, bytes: bytes}
+	}
+	if e.gone != nil {
+		e.goneEnc = &encoding{obj: e.gone, bytes: bytes}
+	}
+}
+
+// uncache takes the entry's encodings out of the ring's byte count, as the
+// entry leaves the ring. Call it once, with the ring's lock held.
+func (e *entry) uncache() {
+	for _, en := range []*encoding{e.curEnc, e.goneEnc} {
+		if en != nil {
+			en.forget()
+		}
+	}
 }
 
 func matches(sel labels.Selector, o *api.Object) bool {
 	return sel.Empty() || sel.Matches(labels.Set(o.Labels))
 }
 
-// States of an encoding's line in the cache's byte count.
+// States of an encoding in the cache's byte count.
 const (
-	linePending   int32 = iota // not made yet, or its object is still in the ring
-	lineCharged                // made while its object was in the ring: counted
-	lineForgotten              // its object left the ring first: never counted
+	encPending   int32 = iota // not made yet, or its object is still in the ring
+	encCharged                // made while its object was in the ring: counted
+	encForgotten              // its object left the ring first: never counted
 )
 
-// encoding caches the wire form of one shared object: a single line, for
-// the event type most watchers send it as (typ). Other types, sent only
-// through selectors, are framed anew from the JSON inside that line.
+// encoding memoizes the JSON of one shared object.
 type encoding struct {
 	obj   *api.Object
-	typ   string
-	bytes *atomic.Int64 // the cache's byte count, charged with the line
+	bytes *atomic.Int64 // the cache's byte count, charged with raw
 	once  sync.Once
-	line  []byte
-	off   int // where the object's JSON starts in line
-	err   error
+	raw   json.RawMessage // nil when obj does not marshal
 	state atomic.Int32
 }
 
-// lineFor returns the newline-terminated JSON of api.WatchEvent{typ, obj},
-// byte for byte what json.Marshal gives. The result may be shared.
-func (en *encoding) lineFor(typ string) ([]byte, error) {
+// json returns json.Marshal(obj), made by the first caller and shared by
+// every later one: it must not be modified. It is nil when obj does not
+// marshal.
+func (en *encoding) json() json.RawMessage {
 	en.once.Do(func() {
 		raw, err := json.Marshal(en.obj)
 		if err != nil {
-			en.err = err
 			return
 		}
-		if en.line, en.err = eventLine(en.typ, raw); en.err != nil {
-			return
-		}
-		en.off = len(en.line) - len(raw) - 2
-		if en.state.CompareAndSwap(linePending, lineCharged) {
-			en.bytes.Add(int64(len(en.line)))
+		en.raw = raw
+		if en.state.CompareAndSwap(encPending, encCharged) {
+			en.bytes.Add(int64(len(raw)))
 		}
 	})
-	if en.err != nil {
-		return nil, en.err
-	}
-	if typ == en.typ {
-		return en.line, nil
-	}
-	return eventLine(typ, en.line[en.off:len(en.line)-2])
+	return en.raw
 }
 
-// forget takes the line out of the cache's byte count, or keeps it from
+// forget takes the JSON out of the cache's byte count, or keeps it from
 // ever entering it, once the object has left the ring. Call it once.
 func (en *encoding) forget() {
-	if !en.state.CompareAndSwap(linePending, lineForgotten) {
-		en.bytes.Add(-int64(len(en.line))) // charged: line is set
+	if !en.state.CompareAndSwap(encPending, encForgotten) {
+		en.bytes.Add(-int64(len(en.raw))) // charged: raw is set
 	}
-}
-
-// eventLine frames a marshaled object as a watch event line.
-func eventLine(typ string, raw []byte) ([]byte, error) {
-	t, err := json.Marshal(typ)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, len(raw)+len(t)+22)
-	b = append(b, `{"type":`...)
-	b = append(b, t...)
-	b = append(b, `,"object":`...)
-	b = append(b, raw...)
-	b = append(b, "}\n"...)
-	return b, nil
-}
-
-// encodeEvent is the uncached wire form of an event.
-func encodeEvent(ev api.Event) ([]byte, error) {
-	raw, err := json.Marshal(ev.Object)
-	if err != nil {
-		return nil, err
-	}
-	return eventLine(ev.Type, raw)
 }
