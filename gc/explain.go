@@ -62,17 +62,31 @@ func (c *Collector) explain(uid string, cs *Cascade) explanation {
 // traceCascade records the cascade of a deleting object: what is left and
 // what holds each remaining dependent.
 func traceCascade(ctx context.Context, self Node, w work) {
-	what := "dependents"
-	if self.Kind == NamespaceKind && self.Namespace == "" {
-		what = "objects in the namespace"
-	}
 	e := w.explain
+	what := "dependents"
+	switch {
+	case self.Kind == NamespaceKind && self.Namespace == "" && e.total == 1:
+		what = "object in the namespace"
+	case self.Kind == NamespaceKind && self.Namespace == "":
+		what = "objects in the namespace"
+	case e.total == 1:
+		what = "dependent"
+	}
 	if e.total == 0 {
 		trace.Check(ctx, "deleting, and no %s are left", what)
 		return
 	}
-	trace.Check(ctx, "deleting: %d %s left (%d to delete, %d waited for, %d left to their controller, %d to detach)",
-		e.total, what, len(w.victims), len(e.waits), len(e.skips), len(e.detach))
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{len(w.victims), "to delete"}, {len(e.waits), "already deleting"}, {len(e.skips), "left to their controller"},
+		{len(e.detach), "to detach"}, {e.total - len(w.victims) - len(e.waits) - len(e.skips) - len(e.detach), "on a deleting ownership cycle"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	trace.Check(ctx, "deleting: %d %s left (%s)", e.total, what, strings.Join(parts, ", "))
 	for i, v := range w.victims {
 		if i == maxExplained {
 			trace.Action(ctx, "… and %d more deleted", len(w.victims)-maxExplained)

@@ -59,7 +59,7 @@ func (s *Server) parseRoute(method, path string) (*route, error) {
 			return nil, pathNotFound(path)
 		}
 	}
-	if segs[0] == "namespaces" && len(segs) >= 3 && segs[2] != "status" {
+	if segs[0] == "namespaces" && len(segs) >= 3 && segs[2] != "status" && segs[2] != traceSubresource {
 		if k := s.resource(segs[2]); k != nil && k.Namespaced {
 			return s.scopedRoute(method, path, k, segs[1], segs[3:])
 		}

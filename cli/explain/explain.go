@@ -104,6 +104,15 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, kindName, nam
 	}
 	ref := api.ObjectReference{Kind: kind.Kind, Namespace: ns, Name: name}
 	tr, err := Read(ctx, c, kind.Kind, ns, name)
+	if api.ReasonOf(err) == api.ReasonUnavailable && format == "" && obj != nil {
+		// No process keeps traces now (no controller leads, say): what
+		// the object itself says is still the best answer.
+		var b strings.Builder
+		writeObject(&b, kind, ref, obj, time.Now())
+		fmt.Fprintf(&b, "\nNo trace is available: %s\n", clean(err.Error()))
+		_, err := io.WriteString(s.Streams.Out, b.String())
+		return err
+	}
 	if err != nil {
 		err = fmt.Errorf("cannot read the trace of %s: %w", display(ref), err)
 		if format == "" && obj != nil {

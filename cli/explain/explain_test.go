@@ -14,7 +14,9 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/cli/explain"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/server/servertest"
+	"cairn.dev/cairn/trace"
 )
 
 func TestParseArgs_AcceptsKindSlashNameOrKindName(t *testing.T) {
@@ -205,13 +207,33 @@ func createDeletingNamespace(t *testing.T, srv *servertest.Server) {
 	if r.Error != nil {
 		t.Fatalf("apply: %v %s", r.Error, r.Err)
 	}
-	if _, _, err := srv.Registry.Delete(context.Background(), "Namespace", "", "demo", api.DeleteOptions{}); err != nil {
+	sys := identity.With(context.Background(), identity.System())
+	if _, _, err := srv.Registry.Delete(sys, api.KindNamespace, "", "demo", api.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
+// leading serves traces from a trace store as the process leading the
+// controllers would.
+type leading struct{ s *trace.Store }
+
+func (l leading) Trace(kind, ns, name string) (*api.Trace, bool) {
+	tr, _ := l.s.Get(kind, ns, name)
+	return tr, true
+}
+
+func (leading) Leader(context.Context) (string, error) { return "", nil }
+
+// startWithTraces starts a test server whose traces come from a store of
+// its own, empty until the test adds to it.
+func startWithTraces(t *testing.T) (*servertest.Server, *trace.Store) {
+	t.Helper()
+	store := trace.NewStore(0, 0)
+	return servertest.Start(t, servertest.WithTraces(leading{store})), store
+}
+
 func TestExplain_WithoutTraceEndpointPrintsNoTraceAndObjectState(t *testing.T) {
-	srv := servertest.Start(t)
+	srv, _ := startWithTraces(t)
 	createDeletingNamespace(t, srv)
 	for _, args := range [][]string{{"explain", "namespace/demo"}, {"explain", "ns", "demo"}} {
 		r := clitest.Run(t, srv.URL, srv.Token, args...)
@@ -241,8 +263,25 @@ func TestExplain_WithoutTraceEndpointPrintsNoTraceAndObjectState(t *testing.T) {
 	}
 }
 
-func TestExplain_OutputFormatsPrintTheTraceAsIs(t *testing.T) {
+// TestExplain_WithoutControllersPrintsObjectStateAndWhyNoTrace: a server
+// whose controllers run nowhere has no trace to give (503); explain still
+// prints what the object says, and why there is no trace.
+func TestExplain_WithoutControllersPrintsObjectStateAndWhyNoTrace(t *testing.T) {
 	srv := servertest.Start(t)
+	createDeletingNamespace(t, srv)
+	r := clitest.Run(t, srv.URL, srv.Token, "explain", "namespace/demo")
+	if r.Error != nil {
+		t.Fatalf("explain: %v %s", r.Error, r.Err)
+	}
+	for _, want := range []string{"Namespace demo: deleting since ", "\nNo trace is available: "} {
+		if !strings.Contains(r.Out, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.Out)
+		}
+	}
+}
+
+func TestExplain_OutputFormatsPrintTheTraceAsIs(t *testing.T) {
+	srv, _ := startWithTraces(t)
 	createDeletingNamespace(t, srv)
 	want := api.Trace{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindTrace}, Object: nsRef, Reconciles: []api.TraceReconcile{}}
 	for _, format := range []string{"json", "yaml"} {
@@ -264,7 +303,7 @@ func TestExplain_OutputFormatsPrintTheTraceAsIs(t *testing.T) {
 }
 
 func TestExplain_MissingObjectWithoutTraceIsNotFound(t *testing.T) {
-	srv := servertest.Start(t)
+	srv, _ := startWithTraces(t)
 	r := clitest.Run(t, srv.URL, srv.Token, "explain", "secret/missing")
 	if !errors.Is(r.Error, api.ErrNotFound) || !strings.Contains(r.Err, `"missing" not found`) {
 		t.Errorf("explain of a missing object: %v %q (out %q)", r.Error, r.Err, r.Out)

@@ -58,6 +58,7 @@ type config struct {
 	bookmarkInterval time.Duration
 	maxBodyBytes     int64
 	logger           *slog.Logger
+	traces           server.TraceSource
 	authorize        []authz.Rule
 }
 
@@ -81,6 +82,13 @@ func SharedWith(other *Server) Option {
 // WithKinds serves these kinds instead of kinds.All(kinds.Deps{}).
 func WithKinds(k ...registry.Kind) Option {
 	return func(c *config) { c.kinds = k }
+}
+
+// WithTraces serves GET .../{name}/trace from src (server.Options.Traces);
+// without it the trace endpoint answers 503, as a server whose controllers
+// run nowhere.
+func WithTraces(src server.TraceSource) Option {
+	return func(c *config) { c.traces = src }
 }
 
 // WithAuthorize adds global authorization rules (registry.Options.Authorize)
@@ -145,7 +153,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	}
 	metrics := prometheus.NewRegistry()
 	api, err := server.New(server.Options{Registry: reg, Auth: a, Metrics: metrics,
-		MaxBodyBytes: c.maxBodyBytes, Logger: c.logger, ShutdownTimeout: 10 * time.Second})
+		MaxBodyBytes: c.maxBodyBytes, Logger: c.logger, ShutdownTimeout: 10 * time.Second, Traces: c.traces})
 	if err != nil {
 		t.Fatalf("servertest: server: %v", err)
 	}
