@@ -18,7 +18,10 @@ import (
 //
 // The controller never calls Reconcile for the same key from two workers at
 // once. ctx is cancelled when the controller stops; Reconcile should return
-// promptly then.
+// promptly then. With Options.Traces set, ctx carries a trace recorder:
+// the reconciler names the object it handles (trace.Object) and records its
+// steps (trace.Check, trace.Exit, trace.Subflow, trace.Action), which
+// `cairn explain` shows.
 //
 // Returning a nil error forgets the key's failure history; with
 // Result.RequeueAfter > 0 the key is reconciled again after that delay.

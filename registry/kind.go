@@ -102,7 +102,7 @@ func Define[T api.Resource](s Spec[T]) Kind {
 		KindInfo: api.KindInfo{
 			Kind: s.Kind, Plural: api.Plural(s.Kind), Namespaced: s.Namespaced,
 			ShortNames: s.ShortNames, Columns: s.Columns,
-			Subresources: append([]string{"status"}, s.Subresources...),
+			Subresources: append([]string{"status", api.ActionTrace}, s.Subresources...),
 			Sensitive:    s.Sensitive,
 		},
 		Encrypted: s.Encrypted,

@@ -58,13 +58,15 @@ func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOpti
 	// its window.
 	c, err := r.watch.Cache(ctx, r.watchSource(k), rv)
 	if err != nil {
-		return nil, err
+		return nil, apiError(err, k.Kind, "")
 	}
 	var initial []*api.Object
 	if rv == 0 {
-		list, err := r.List(ctx, k.Kind, ns, api.ListOptions{LabelSelector: opts.LabelSelector})
+		// The watch was authorized above; its first list needs no list
+		// permission of its own.
+		list, err := r.list(ctx, k, ns, api.ListOptions{LabelSelector: opts.LabelSelector})
 		if err != nil {
-			return nil, err
+			return nil, apiError(err, k.Kind, "")
 		}
 		initial = list.Items
 		rv, _ = parseRV(list.ResourceVersion)
@@ -83,7 +85,8 @@ func (r *Registry) Close() { r.watch.Close() }
 
 // watchOptions configures the registry's watch caches.
 func (r *Registry) watchOptions() watchcache.Options {
-	return watchcache.Options{BookmarkInterval: r.opts.BookmarkInterval, Logger: r.opts.Logger}
+	return watchcache.Options{BookmarkInterval: r.opts.BookmarkInterval, Logger: r.opts.Logger,
+		MapError: func(err error) error { return apiError(err, "", "") }}
 }
 
 // watchSource is what the watch cache needs to know of kind k.
@@ -107,5 +110,5 @@ func (r *Registry) checkRevision(ctx context.Context, k *Kind, ns string, rv int
 	case errors.Is(err, store.ErrFutureRevision):
 		return api.NewBadRequest("resourceVersion %d is newer than the store: use a resourceVersion returned by the server", rv)
 	}
-	return api.NewInternal(err)
+	return apiError(err, k.Kind, "")
 }

@@ -80,10 +80,10 @@ func (c *localClient) Watch(ctx context.Context, kind, ns string, opts api.ListO
 func (c *localClient) Kinds(context.Context) ([]api.KindInfo, error) { return c.r.Kinds(), nil }
 
 // action finds the registered action a request addresses.
-func (c *localClient) action(req client.ActionRequest) (*registry.Action, error) {
+func (c *localClient) action(req client.ActionRequest) (*registry.Kind, *registry.Action, error) {
 	k, err := c.r.Lookup(req.Kind)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i := range k.Actions {
 		a := &k.Actions[i]
@@ -91,19 +91,19 @@ func (c *localClient) action(req client.ActionRequest) (*registry.Action, error)
 			continue
 		}
 		if a.Method != req.HTTPMethod() {
-			return nil, api.NewStatus(api.ReasonMethodNotAllowed, "%s %s/%s does not accept %s", k.Kind, k.Plural, a.Name, req.HTTPMethod())
+			return nil, nil, api.NewStatus(api.ReasonMethodNotAllowed, "%s %s/%s does not accept %s", k.Kind, k.Plural, a.Name, req.HTTPMethod())
 		}
-		return a, nil
+		return k, a, nil
 	}
-	return nil, api.NewStatus(api.ReasonNotFound, "%s has no action %q", k.Kind, req.Action)
+	return nil, nil, api.NewStatus(api.ReasonNotFound, "%s has no action %q", k.Kind, req.Action)
 }
 
 func (c *localClient) run(ctx context.Context, req client.ActionRequest) (registry.ActionResult, error) {
-	a, err := c.action(req)
+	k, a, err := c.action(req)
 	if err != nil {
 		return registry.ActionResult{}, err
 	}
-	return a.Handle(c.caller(ctx), registry.ActionRequest{
+	return c.r.Act(c.caller(ctx), k, a, registry.ActionRequest{
 		Namespace: req.Namespace, Name: req.Name, Query: req.Query, Body: req.Body,
 	})
 }

@@ -96,6 +96,10 @@ type Options struct {
 	// Logger receives the caches' warnings (an etcd watch that ended and is
 	// restarted); default: discard them.
 	Logger *slog.Logger
+	// MapError turns a store failure into the error a watch ends with (the
+	// registry's one mapping of store errors to API errors); default: an
+	// InternalError.
+	MapError func(error) error
 }
 
 // Caches are the running caches of a registry, one per kind. It is safe
@@ -123,6 +127,9 @@ func New(s *store.Store, opts Options) *Caches {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.MapError == nil {
+		opts.MapError = func(err error) error { return api.NewInternal(err) }
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Caches{store: s, opts: opts, ctx: ctx, cancel: cancel, caches: map[string]*Cache{}}
 }
@@ -142,7 +149,7 @@ func (cs *Caches) Cache(ctx context.Context, src Source, from int64) (*Cache, er
 	if rev == 0 {
 		var err error
 		if rev, err = cs.store.Revision(ctx); err != nil {
-			return nil, api.NewInternal(err)
+			return nil, cs.opts.MapError(err)
 		}
 	}
 	cs.mu.Lock()

@@ -2,7 +2,6 @@ package watchcache
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -40,7 +39,7 @@ func (c *Cache) Watch(ctx context.Context, ns string, sel labels.Selector, rv in
 		go w.run(wctx, next, initial)
 		return w
 	}
-	w := &directWatcher{src: &c.src, sel: sel, interval: c.opts.BookmarkInterval, stream: newStream(cancel)}
+	w := &directWatcher{src: &c.src, sel: sel, interval: c.opts.BookmarkInterval, mapErr: c.opts.MapError, stream: newStream(cancel)}
 	sw := c.store.Watch(wctx, c.keyPrefix(ns), rv+1)
 	go w.run(wctx, initial, sw)
 	return w
@@ -166,7 +165,7 @@ func (w *cacheWatcher) run(ctx context.Context, next uint64, initial []*api.Obje
 			case e.rev <= w.start, w.ns != "" && e.ns != w.ns:
 				continue
 			case e.err != nil:
-				w.err = api.NewInternal(e.err)
+				w.err = w.c.opts.MapError(e.err)
 				return
 			}
 			if ev, ok := e.event(w.sel); ok {
@@ -187,6 +186,7 @@ type directWatcher struct {
 	src      *Source
 	sel      labels.Selector
 	interval time.Duration // between progress requests
+	mapErr   func(error) error
 }
 
 func (w *directWatcher) run(ctx context.Context, initial []*api.Object, sw *store.Watch) {
@@ -205,13 +205,13 @@ func (w *directWatcher) run(ctx context.Context, initial []*api.Object, sw *stor
 			return
 		case <-tick.C:
 			if err := sw.RequestProgress(ctx); err != nil && ctx.Err() == nil {
-				w.err = api.NewInternal(err)
+				w.err = w.mapErr(err)
 				return
 			}
 		case ev, ok := <-sw.Events():
 			if !ok {
 				if err := sw.Err(); err != nil && ctx.Err() == nil {
-					w.err = directErr(err)
+					w.err = w.mapErr(err)
 				}
 				return
 			}
@@ -223,7 +223,7 @@ func (w *directWatcher) run(ctx context.Context, initial []*api.Object, sw *stor
 				}
 				continue
 			case e.err != nil:
-				w.err = api.NewInternal(e.err)
+				w.err = w.mapErr(e.err)
 				return
 			}
 			if out, ok := e.event(w.sel); ok && !w.send(ctx, out) {
@@ -231,11 +231,4 @@ func (w *directWatcher) run(ctx context.Context, initial []*api.Object, sw *stor
 			}
 		}
 	}
-}
-
-func directErr(err error) error {
-	if errors.Is(err, store.ErrCompacted) {
-		return api.NewGone("the watch fell behind a compaction: %v; list again", err)
-	}
-	return api.NewInternal(err)
 }
