@@ -170,7 +170,7 @@ func TestWatchCache_StopCancelAndCloseReleaseGoroutines(t *testing.T) {
 
 func TestWatchCache_EventsCarryTheirObjectsJSON(t *testing.T) {
 	r, s := newCachedRegistry(t, 0, time.Hour)
-	ctx := context.Background()
+	ctx := sysCtx()
 	from := currentRV(t, s)
 	ws := []api.Watcher{mustWatch(t, r, "default", from, ""), mustWatch(t, r, "", from, "")}
 	o := nsSecret("default", "e", nil)

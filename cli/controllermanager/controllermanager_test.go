@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +17,11 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/auth"
 	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/daemon"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/manager"
@@ -176,5 +182,77 @@ func TestControllerManager_BadSettingsAreClearErrors(t *testing.T) {
 				t.Fatalf("err %v, output %q, want it to say %q", err, out, tc.want)
 			}
 		})
+	}
+}
+
+// TestControllerManager_TracesForwardedFromAPIServerToIt: `cairn explain`
+// against a pure API server reaches the traces kept by the controller
+// manager that leads, through the server's forwarding; the manager checks
+// the caller's token with the API server.
+func TestControllerManager_TracesForwardedFromAPIServerToIt(t *testing.T) {
+	d, err := daemon.Start(context.Background(), daemon.Options{Listen: "127.0.0.1:0", DataDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Stop() })
+	c, err := client.NewHTTP(client.Config{Server: d.URL(), Token: d.Token()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cm := startManager(t, clitest.BuildCairn(t), d.URL(), writeToken(t, d.Token()))
+	testkit.Eventually(t, 30*time.Second, "the controller manager to lead", func() bool {
+		holder, _ := lease.Current(ctx, c, manager.LeaseName)
+		return holder == cm.URL
+	})
+
+	if _, err := c.Create(ctx, testkit.Object(api.KindNamespace, "", "demo")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, testkit.Object(api.KindSecret, "demo", "held", testkit.Finalizers("example.com/hold"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Delete(ctx, api.KindNamespace, "", "demo", api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 30*time.Second, "explain through the API server to name what holds the namespace", func() bool {
+		res := clitest.Run(t, d.URL(), d.Token(), "explain", "namespace/demo")
+		return res.Error == nil && strings.Contains(res.Out, "waits for Secret demo/held") &&
+			strings.Contains(res.Out, "example.com/hold")
+	})
+
+	// The manager's own address serves the same path, to callers the API
+	// server accepts and lets read the object.
+	path := cm.URL + api.BasePath + "/namespaces/demo/trace"
+	scoped, err := auth.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := auth.New(d.Store()).Register(ctx, scoped, identity.User{Name: "event:demo/e1", Scope: "demo/e1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		token string
+		code  int
+	}{
+		{"admin", d.Token(), http.StatusOK},
+		{"no token", "", http.StatusUnauthorized},
+		{"unknown token", "not-a-token", http.StatusUnauthorized},
+		{"scoped token that may not read the namespace", scoped, http.StatusForbidden},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, path, nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("%s: GET %s = %d, want %d", tc.name, path, resp.StatusCode, tc.code)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/identity"
@@ -44,7 +45,11 @@ func widgetKind() registry.Kind {
 			{Name: "ping", Method: "GET", Collection: true, Handle: func(_ context.Context, req registry.ActionRequest) (registry.ActionResult, error) {
 				return registry.ActionResult{Object: map[string]string{"namespace": req.Namespace}}, nil
 			}},
-			{Name: "whoami", Method: "GET", Collection: true, Handle: func(ctx context.Context, _ registry.ActionRequest) (registry.ActionResult, error) {
+			// Any caller may ask whoami; the registry refuses only a call
+			// without a caller.
+			{Name: "whoami", Method: "GET", Collection: true, Authorize: func(context.Context, authz.Attributes) (authz.Decision, string) {
+				return authz.Allow, ""
+			}, Handle: func(ctx context.Context, _ registry.ActionRequest) (registry.ActionResult, error) {
 				u, ok := identity.From(ctx)
 				return registry.ActionResult{Object: map[string]any{"name": u.Name, "admin": u.Admin, "known": ok}}, nil
 			}},
@@ -455,7 +460,7 @@ func TestLocal_ActsAsTheIdentityItIsBuiltWith(t *testing.T) {
 	}{
 		{"system", identity.System(), `{"admin":true,"known":true,"name":"system:controllers"}`},
 		{"non-admin", worker, `{"admin":false,"known":true,"name":"event:default/e1"}`},
-		{"no identity is not an admin", identity.User{}, `{"admin":false,"known":false,"name":""}`},
+		{"no identity is refused, never an admin", identity.User{}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -464,6 +469,12 @@ func TestLocal_ActsAsTheIdentityItIsBuiltWith(t *testing.T) {
 			// acts as the one it was built with.
 			ctx := identity.With(ctxT(t), identity.User{Name: "admin", Admin: true})
 			b, err := c.Action(ctx, client.ActionRequest{Method: "GET", Kind: "Widget", Namespace: "default", Action: "whoami"})
+			if tt.want == "" {
+				if !errors.Is(err, api.ErrUnauthorized) {
+					t.Fatalf("whoami without an identity: %s, %v; want Unauthorized", b, err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatalf("whoami: %v", err)
 			}
