@@ -1,5 +1,5 @@
 // Package testkit holds what cairn's tests share: waiting for a condition
-// (Eventually), object builders (Object, Secret, Widget) and a test kind
+// (Eventually, EventuallyNil), object builders (Object, Secret, Widget) and a test kind
 // (WidgetKind) a test server can serve next to the real ones. It is for
 // tests only: no production package imports it.
 package testkit
@@ -22,6 +22,24 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// EventuallyNil is Eventually for a check that says why it does not hold
+// yet: it calls check until it returns nil, and on timeout fails the test
+// naming what and the last error check returned.
+func EventuallyNil(t testing.TB, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
 		}
 		time.Sleep(pollInterval)
 	}

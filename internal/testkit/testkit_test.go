@@ -35,9 +35,9 @@ func (f *fatalRecorder) Fatalf(format string, args ...any) {
 	panic(f)
 }
 
-// runEventually calls Eventually on a fatalRecorder and returns the failure
-// message ("" when it returned normally).
-func runEventually(t *testing.T, timeout time.Duration, what string, cond func() bool) string {
+// failure calls wait on a fatalRecorder and returns the failure message
+// ("" when it returned normally).
+func failure(t *testing.T, wait func(testing.TB)) string {
 	rec := &fatalRecorder{TB: t}
 	func() {
 		defer func() {
@@ -45,11 +45,46 @@ func runEventually(t *testing.T, timeout time.Duration, what string, cond func()
 				panic(p)
 			}
 		}()
-		testkit.Eventually(rec, timeout, what, cond)
+		wait(rec)
 	}()
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	return rec.msg
+}
+
+// runEventually calls Eventually on a fatalRecorder and returns the failure
+// message ("" when it returned normally).
+func runEventually(t *testing.T, timeout time.Duration, what string, cond func() bool) string {
+	return failure(t, func(tb testing.TB) { testkit.Eventually(tb, timeout, what, cond) })
+}
+
+func TestEventuallyNil_ReturnsOnceCheckPassesAndFailsWithItsLastError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := 0
+		msg := failure(t, func(tb testing.TB) {
+			testkit.EventuallyNil(tb, time.Second, "the third call", func() error {
+				if n++; n < 3 {
+					return fmt.Errorf("call %d", n)
+				}
+				return nil
+			})
+		})
+		if msg != "" || n != 3 {
+			t.Errorf("after %d calls: failure %q, want none after 3 calls", n, msg)
+		}
+
+		start := time.Now()
+		n = 0
+		msg = failure(t, func(tb testing.TB) {
+			testkit.EventuallyNil(tb, 5*time.Second, "the impossible", func() error { n++; return fmt.Errorf("still %d", n) })
+		})
+		if !strings.Contains(msg, "the impossible") || !strings.Contains(msg, fmt.Sprintf("still %d", n)) {
+			t.Errorf("failure message %q does not name what was awaited and the last error (still %d)", msg, n)
+		}
+		if waited := time.Since(start); waited < 5*time.Second {
+			t.Errorf("gave up after %v, want >= the 5s timeout", waited)
+		}
+	})
 }
 
 func TestEventually_ReturnsOnceConditionHoldsAndFailsNamingWhatOnTimeout(t *testing.T) {
