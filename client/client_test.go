@@ -10,6 +10,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -28,18 +29,6 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-func secret(ns, name string, labels map[string]string, data map[string]string) *api.Object {
-	o, err := api.FromResource(&api.Secret{
-		TypeMeta:   api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindSecret},
-		ObjectMeta: api.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		StringData: data,
-	})
-	if err != nil {
-		panic(err)
-	}
-	return o
 }
 
 func TestHTTPClient_BadTokenSaysWhereTheTokenCameFrom(t *testing.T) {
@@ -110,10 +99,7 @@ func TestHTTPClient_WatchCutByServerEndsWithError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.API.OpenWatches() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, "the server to count the open watch", func() bool { return srv.API.OpenWatches() > 0 })
 	srv.CloseWatches()
 	for range w.Events() {
 	}
@@ -125,7 +111,7 @@ func TestHTTPClient_WatchCutByServerEndsWithError(t *testing.T) {
 func TestHTTPClient_ResolvesPluralsAndShortNames(t *testing.T) {
 	_, c := start(t)
 	ctx := ctxT(t)
-	if _, err := c.Create(ctx, secret("default", "alias", nil, nil)); err != nil {
+	if _, err := c.Create(ctx, testkit.Secret("default", "alias", nil)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -14,6 +14,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/server/servertest"
@@ -82,41 +83,27 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-func secret(ns, name string, labels map[string]string, data map[string]string) *api.Object {
-	o, err := api.FromResource(&api.Secret{
-		TypeMeta:   api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindSecret},
-		ObjectMeta: api.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		StringData: data,
-	})
-	if err != nil {
-		panic(err)
-	}
-	return o
-}
-
 func TestClient_CRUDBehavesAlikeOverHTTPAndInProcess(t *testing.T) {
 	_, clients := start(t)
 	for name, c := range clients {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)
 			ns := "crud-" + name
-			nsObj := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindNamespace},
-				ObjectMeta: api.ObjectMeta{Name: ns}}
+			nsObj := testkit.Object(api.KindNamespace, "", ns)
 			if _, err := c.Create(ctx, nsObj); err != nil {
 				t.Fatalf("create namespace: %v", err)
 			}
-			created, err := c.Create(ctx, secret(ns, "a", map[string]string{"tier": "db"}, map[string]string{"k": "v"}))
+			created, err := c.Create(ctx, testkit.Secret(ns, "a", map[string]string{"k": "v"}, testkit.Labels("tier", "db")))
 			if err != nil {
 				t.Fatalf("create: %v", err)
 			}
 			if created.UID == "" || created.ResourceVersion == "" || created.Generation != 1 {
 				t.Errorf("created object lacks server fields: %+v", created.ObjectMeta)
 			}
-			if _, err := c.Create(ctx, secret(ns, "b", map[string]string{"tier": "web"}, nil)); err != nil {
+			if _, err := c.Create(ctx, testkit.Secret(ns, "b", nil, testkit.Labels("tier", "web"))); err != nil {
 				t.Fatalf("create b: %v", err)
 			}
-			gen, err := c.Create(ctx, &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindSecret},
-				ObjectMeta: api.ObjectMeta{Namespace: ns, GenerateName: "gen-"}})
+			gen, err := c.Create(ctx, testkit.Secret(ns, "", nil, testkit.GenerateName("gen-")))
 			if err != nil || !strings.HasPrefix(gen.Name, "gen-") || len(gen.Name) <= len("gen-") {
 				t.Fatalf("create with generateName: %v, name %q", err, gen.Name)
 			}
@@ -205,7 +192,7 @@ func TestClient_ErrorsMatchAPISentinels(t *testing.T) {
 	srv, clients := start(t)
 	ctx := ctxT(t)
 	lc := clients["local"]
-	if _, err := lc.Create(ctx, secret("default", "taken", nil, nil)); err != nil {
+	if _, err := lc.Create(ctx, testkit.Secret("default", "taken", nil)); err != nil {
 		t.Fatal(err)
 	}
 	stale, err := lc.Get(ctx, api.KindSecret, "default", "taken")
@@ -220,7 +207,7 @@ func TestClient_ErrorsMatchAPISentinels(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if _, err := lc.Create(ctx, secret("default", fmt.Sprintf("filler-%d", i), nil, nil)); err != nil {
+		if _, err := lc.Create(ctx, testkit.Secret("default", fmt.Sprintf("filler-%d", i), nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -246,11 +233,11 @@ func TestClient_ErrorsMatchAPISentinels(t *testing.T) {
 			return err
 		}, api.ErrNotFound},
 		{"create without a namespace", func(c client.Interface) error {
-			_, err := c.Create(ctx, secret("", "nons", nil, nil))
+			_, err := c.Create(ctx, testkit.Secret("", "nons", nil))
 			return err
 		}, api.ErrInvalid},
 		{"create taken", func(c client.Interface) error {
-			_, err := c.Create(ctx, secret("default", "taken", nil, nil))
+			_, err := c.Create(ctx, testkit.Secret("default", "taken", nil))
 			return err
 		}, api.ErrAlreadyExists},
 		{"update stale", func(c client.Interface) error {
@@ -262,7 +249,7 @@ func TestClient_ErrorsMatchAPISentinels(t *testing.T) {
 			return err
 		}, api.ErrConflict},
 		{"invalid name", func(c client.Interface) error {
-			_, err := c.Create(ctx, secret("default", "Not_Valid", nil, nil))
+			_, err := c.Create(ctx, testkit.Secret("default", "Not_Valid", nil))
 			return err
 		}, api.ErrInvalid},
 		{"bad selector", func(c client.Interface) error {
@@ -302,8 +289,7 @@ func TestClient_WatchStreamsChanges(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)
 			ns := "watch-" + name
-			if _, err := c.Create(ctx, &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindNamespace},
-				ObjectMeta: api.ObjectMeta{Name: ns}}); err != nil {
+			if _, err := c.Create(ctx, testkit.Object(api.KindNamespace, "", ns)); err != nil {
 				t.Fatal(err)
 			}
 			l, err := c.List(ctx, api.KindSecret, ns, api.ListOptions{})
@@ -314,7 +300,7 @@ func TestClient_WatchStreamsChanges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.Create(ctx, secret(ns, "w", nil, nil)); err != nil {
+			if _, err := c.Create(ctx, testkit.Secret(ns, "w", nil)); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := c.Patch(ctx, api.KindSecret, ns, "w", []byte(`{"metadata":{"labels":{"x":"y"}}}`), false); err != nil {

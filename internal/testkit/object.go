@@ -94,6 +94,12 @@ func ControlledBy(owner api.Resource) Opt {
 	}
 }
 
+// GenerateName sets metadata.generateName to prefix: build the object with
+// an empty name and the API picks a unique one starting with prefix.
+func GenerateName(prefix string) Opt {
+	return func(o *api.Object) { o.GenerateName = prefix }
+}
+
 // Finalizers adds the finalizers f.
 func Finalizers(f ...string) Opt {
 	return func(o *api.Object) { o.Finalizers = append(o.Finalizers, f...) }

@@ -131,6 +131,9 @@ func TestObject_BuildersSetWhatTheirOptionsSay(t *testing.T) {
 	if string(o.Field("spec")) != `{"size":3}` || string(o.Field("status")) != `{"phase":"Ready"}` {
 		t.Errorf("spec %s status %s", o.Field("spec"), o.Field("status"))
 	}
+	if g := testkit.Secret("ns", "", nil, testkit.GenerateName("gen-")); g.GenerateName != "gen-" || g.Name != "" {
+		t.Errorf("generateName %q name %q, want gen- and none", g.GenerateName, g.Name)
+	}
 	s := testkit.Secret("ns", "s", map[string]string{"k": "v"})
 	var data map[string]string
 	if err := json.Unmarshal(s.Field("data"), &data); err != nil || data["k"] != base64.StdEncoding.EncodeToString([]byte("v")) {
