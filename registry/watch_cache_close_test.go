@@ -44,7 +44,7 @@ func TestWatchCache_SlowStoreDoesNotHoldUpClose(t *testing.T) {
 	}
 	watched := make(chan result, 1)
 	go func() { // the kind's first watch: it reads the store's revision
-		w, err := r.Watch(context.Background(), "Secret", "default", api.ListOptions{})
+		w, err := r.Watch(sysCtx(), "Secret", "default", api.ListOptions{})
 		watched <- result{w, err}
 	}()
 	select {

@@ -139,6 +139,9 @@ func TestObject_BuildersSetWhatTheirOptionsSay(t *testing.T) {
 	if err := json.Unmarshal(s.Field("data"), &data); err != nil || data["k"] != base64.StdEncoding.EncodeToString([]byte("v")) {
 		t.Errorf("secret data = %s (%v), want base64 of v", s.Field("data"), err)
 	}
+	if sd := testkit.Secret("ns", "s", nil, testkit.StringData(map[string]string{"k": "v"})); string(sd.Field("stringData")) != `{"k":"v"}` || sd.Field("data") != nil {
+		t.Errorf("stringData %s data %s, want the plain value in stringData only", sd.Field("stringData"), sd.Field("data"))
+	}
 }
 
 func TestWidgetKind_IsServedWithSpecAndStatus(t *testing.T) {
