@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/runtime"
 	"cairn.dev/cairn/runtime/local"
 )
@@ -154,18 +155,6 @@ func readLogs(t *testing.T, rt runtime.Runtime, id string) string {
 	return string(b)
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // processGone reports whether pid no longer runs (gone, or a zombie that
 // nobody reaped yet).
 func processGone(pid int) bool {
@@ -185,7 +174,7 @@ func processGone(pid int) bool {
 func readPids(t *testing.T, path string, n int) []int {
 	t.Helper()
 	var pids []int
-	eventually(t, "pids in "+path, func() bool {
+	testkit.Eventually(t, 20*time.Second, "pids in "+path, func() bool {
 		b, err := os.ReadFile(path)
 		if err != nil || !strings.HasSuffix(string(b), "\n") {
 			return false

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/runtime"
 	"cairn.dev/cairn/runtime/local"
 )
@@ -228,7 +229,7 @@ func TestLocal_KillEndsProcessTree(t *testing.T) {
 	if st.Phase != runtime.PhaseExited || st.Reason != "killed by signal SIGTERM" {
 		t.Fatalf("state after Kill: %+v, want Exited, killed by SIGTERM", st)
 	}
-	eventually(t, "the grandchild to be gone", func() bool { return processGone(grandchild) })
+	testkit.Eventually(t, 20*time.Second, "the grandchild to be gone", func() bool { return processGone(grandchild) })
 	if err := rt.Kill(ctxFor(t), "tree"); err != nil {
 		t.Fatalf("Kill of an ended unit: %v, want nil", err)
 	}
@@ -237,7 +238,7 @@ func TestLocal_KillEndsProcessTree(t *testing.T) {
 func TestLocal_KillEscalatesToSIGKILLAfterGrace(t *testing.T) {
 	rt := newRuntime(t, t.TempDir(), 200*time.Millisecond)
 	mustStart(t, rt, shSpec("stubborn", `trap '' TERM; echo ready; while :; do sleep 0.05; done`))
-	eventually(t, "the trap to be set", func() bool { return readLogs(t, rt, "stubborn") == "ready\n" })
+	testkit.Eventually(t, 20*time.Second, "the trap to be set", func() bool { return readLogs(t, rt, "stubborn") == "ready\n" })
 	if err := rt.Kill(ctxFor(t), "stubborn"); err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +304,7 @@ func TestLocal_CleanupRemovesWorkspaceButKeepsLogs(t *testing.T) {
 	spec := shSpec("clean", `echo output; sleep 300`)
 	spec.Files = map[string][]byte{"secret": []byte("x")}
 	mustStart(t, rt, spec)
-	eventually(t, "output", func() bool { return readLogs(t, rt, "clean") == "output\n" })
+	testkit.Eventually(t, 20*time.Second, "output", func() bool { return readLogs(t, rt, "clean") == "output\n" })
 	if err := rt.Cleanup(ctxFor(t), "clean"); err != nil { // kills it first
 		t.Fatal(err)
 	}

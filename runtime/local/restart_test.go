@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/runtime"
 )
 
@@ -55,7 +56,7 @@ func TestLocal_RecoveredUnitCanBeKilled(t *testing.T) {
 	if st.Phase != runtime.PhaseExited || st.Reason != "killed by signal SIGTERM" {
 		t.Fatalf("state %+v, want Exited, killed by SIGTERM", st)
 	}
-	eventually(t, "the unit's child to be gone", func() bool { return processGone(child) })
+	testkit.Eventually(t, 20*time.Second, "the unit's child to be gone", func() bool { return processGone(child) })
 }
 
 func TestLocal_UnitEndedWhileOwnerDownReportsRealExitCode(t *testing.T) {
@@ -67,7 +68,7 @@ func TestLocal_UnitEndedWhileOwnerDownReportsRealExitCode(t *testing.T) {
 	killOwner(t, owner)
 	touch(t, gate)
 	// The supervisor records the status, then ends.
-	eventually(t, "the unit's supervisor to end", func() bool { return processGone(supervisor) })
+	testkit.Eventually(t, 20*time.Second, "the unit's supervisor to end", func() bool { return processGone(supervisor) })
 
 	rt := newRuntime(t, root, 5*time.Second)
 	st, err := rt.State(ctxFor(t), "ended")
@@ -102,14 +103,14 @@ func TestLocal_UnitKilledWhileOwnerDownIsNotRunning(t *testing.T) {
 				if err := syscall.Kill(supervisor, syscall.SIGKILL); err != nil {
 					t.Fatal(err)
 				}
-				eventually(t, "the supervisor to be gone", func() bool { return processGone(supervisor) })
+				testkit.Eventually(t, 20*time.Second, "the supervisor to be gone", func() bool { return processGone(supervisor) })
 			}
 			if err := syscall.Kill(-command, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the command to be gone", func() bool { return processGone(command) })
+			testkit.Eventually(t, 20*time.Second, "the command to be gone", func() bool { return processGone(command) })
 			if !c.killSupervisor {
-				eventually(t, "the supervisor to end", func() bool { return processGone(supervisor) })
+				testkit.Eventually(t, 20*time.Second, "the supervisor to end", func() bool { return processGone(supervisor) })
 			}
 
 			rt := newRuntime(t, root, 5*time.Second)
