@@ -11,6 +11,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/controller"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/trace"
 )
 
@@ -37,17 +38,15 @@ func runTraced(t *testing.T, c *controller.Controller) {
 // object and returns its trace.
 func waitTrace(t *testing.T, s *trace.Store, kind, ns, name string, n int) *api.Trace {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if tr, ok := s.Get(kind, ns, name); ok && len(tr.Reconciles) >= n {
-			return tr
+	var tr *api.Trace
+	testkit.EventuallyNil(t, 10*time.Second, fmt.Sprintf("%d reconciles in the trace of %s %s/%s", n, kind, ns, name), func() error {
+		var ok bool
+		if tr, ok = s.Get(kind, ns, name); ok && len(tr.Reconciles) >= n {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			tr, _ := s.Get(kind, ns, name)
-			t.Fatalf("trace of %s %s/%s: %+v, want %d reconciles", kind, ns, name, tr, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Errorf("trace %+v", tr)
+	})
+	return tr
 }
 
 // calls counts the reconciles of each key.
@@ -213,7 +212,7 @@ func TestController_TracesBoundedPerObject(t *testing.T) {
 	runTraced(t, c)
 	for i := 1; i <= 5; i++ {
 		c.Enqueue("ns/db")
-		pollTrace(t, func() bool {
+		testkit.Eventually(t, 10*time.Second, fmt.Sprintf("call %d traced", i), func() bool {
 			tr, ok := store.Get("Secret", "ns", "db")
 			return ok && tr.Reconciles[len(tr.Reconciles)-1].Steps[0].Message == fmt.Sprintf("call %d", i)
 		})
@@ -225,17 +224,5 @@ func TestController_TracesBoundedPerObject(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[call 3 call 4 call 5]" {
 		t.Errorf("kept %v, want the last three oldest first", got)
-	}
-}
-
-// pollTrace polls cond until it holds, failing the test after 10s.
-func pollTrace(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
