@@ -50,8 +50,7 @@ func TestCreate_SetsServerFieldsAndRejectsDuplicates(t *testing.T) {
 
 func TestCreate_GenerateName(t *testing.T) {
 	r, _ := newRegistry(t)
-	in := testkit.Secret("default", "", nil)
-	in.GenerateName = "ev-"
+	in := testkit.Secret("default", "", nil, testkit.GenerateName("ev-"))
 	seen := map[string]bool{}
 	for i := 0; i < 20; i++ {
 		out, err := r.Create(sysCtx(), in)

@@ -79,14 +79,12 @@ func TestTxn_OwnerCreatedInTheSameTransactionWithAuxKey(t *testing.T) {
 	ctx := sysCtx()
 	token := "worker-token-for-e1"
 	tx := r.Txn()
-	owner := testkit.Secret("default", "", nil)
-	owner.GenerateName = "event-"
-	pending := tx.Create(owner)
+	pending := tx.Create(testkit.Secret("default", "", nil, testkit.GenerateName("event-")))
 	if pending.UID == "" || !strings.HasPrefix(pending.Name, "event-") {
 		t.Fatalf("pending object lacks uid or name: %+v", pending.ObjectMeta)
 	}
-	dep := testkit.Secret("default", pending.Name+"-secret", nil, testkit.StringData(map[string]string{"token": token}))
-	dep.OwnerReferences = []api.OwnerReference{api.OwnerRefTo(pending, true)}
+	dep := testkit.Secret("default", pending.Name+"-secret", nil,
+		testkit.StringData(map[string]string{"token": token}), testkit.ControlledBy(pending))
 	tx.Create(dep)
 	tx.Also(nil, auth.TokenOp(token, identity.User{Name: "event:default/" + pending.Name, Scope: "default/" + pending.Name}))
 	res, err := tx.Commit(ctx)
