@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"context"
 	"errors"
 	"net"
 	"strings"
@@ -25,12 +24,6 @@ func start(t *testing.T) (*servertest.Server, client.Interface) {
 	return srv, hc
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func TestHTTPClient_BadTokenSaysWhereTheTokenCameFrom(t *testing.T) {
 	srv, _ := start(t)
 	tests := []struct {
@@ -45,7 +38,7 @@ func TestHTTPClient_BadTokenSaysWhereTheTokenCameFrom(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = c.Get(ctxT(t), api.KindSecret, "default", "x")
+			_, err = c.Get(testkit.Context(t), api.KindSecret, "default", "x")
 			if !errors.Is(err, api.ErrUnauthorized) {
 				t.Fatalf("err = %v, want Unauthorized", err)
 			}
@@ -70,7 +63,7 @@ func TestHTTPClient_ServerDownIsAClearError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Get(ctxT(t), api.KindSecret, "default", "x")
+	_, err = c.Get(testkit.Context(t), api.KindSecret, "default", "x")
 	if !errors.Is(err, client.ErrUnreachable) {
 		t.Fatalf("err = %v, want ErrUnreachable", err)
 	}
@@ -85,7 +78,7 @@ func TestHTTPClient_StoppedServerIsUnreachable(t *testing.T) {
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := c.List(ctxT(t), api.KindSecret, "", api.ListOptions{})
+	_, err := c.List(testkit.Context(t), api.KindSecret, "", api.ListOptions{})
 	if !errors.Is(err, client.ErrUnreachable) {
 		t.Fatalf("err = %v, want ErrUnreachable", err)
 	}
@@ -93,7 +86,7 @@ func TestHTTPClient_StoppedServerIsUnreachable(t *testing.T) {
 
 func TestHTTPClient_WatchCutByServerEndsWithError(t *testing.T) {
 	srv, c := start(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	w, err := c.Watch(ctx, api.KindSecret, "", api.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +103,7 @@ func TestHTTPClient_WatchCutByServerEndsWithError(t *testing.T) {
 
 func TestHTTPClient_ResolvesPluralsAndShortNames(t *testing.T) {
 	_, c := start(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	if _, err := c.Create(ctx, testkit.Secret("default", "alias", nil)); err != nil {
 		t.Fatal(err)
 	}

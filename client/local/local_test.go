@@ -8,7 +8,6 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
@@ -77,17 +76,11 @@ func start(t *testing.T) (*servertest.Server, map[string]client.Interface) {
 	return srv, map[string]client.Interface{"http": hc, "local": local.New(srv.Registry, identity.System())}
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func TestClient_CRUDBehavesAlikeOverHTTPAndInProcess(t *testing.T) {
 	_, clients := start(t)
 	for name, c := range clients {
 		t.Run(name, func(t *testing.T) {
-			ctx := ctxT(t)
+			ctx := testkit.Context(t)
 			ns := "crud-" + name
 			nsObj := testkit.Object(api.KindNamespace, "", ns)
 			if _, err := c.Create(ctx, nsObj); err != nil {
@@ -190,7 +183,7 @@ func TestClient_CRUDBehavesAlikeOverHTTPAndInProcess(t *testing.T) {
 
 func TestClient_ErrorsMatchAPISentinels(t *testing.T) {
 	srv, clients := start(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	lc := clients["local"]
 	if _, err := lc.Create(ctx, testkit.Secret("default", "taken", nil)); err != nil {
 		t.Fatal(err)
@@ -287,7 +280,7 @@ func TestClient_WatchStreamsChanges(t *testing.T) {
 	_, clients := start(t)
 	for name, c := range clients {
 		t.Run(name, func(t *testing.T) {
-			ctx := ctxT(t)
+			ctx := testkit.Context(t)
 			ns := "watch-" + name
 			if _, err := c.Create(ctx, testkit.Object(api.KindNamespace, "", ns)); err != nil {
 				t.Fatal(err)
@@ -343,7 +336,7 @@ func TestClient_ActionsBehaveAlike(t *testing.T) {
 	_, clients := start(t)
 	for name, c := range clients {
 		t.Run(name, func(t *testing.T) {
-			ctx := ctxT(t)
+			ctx := testkit.Context(t)
 			b, err := c.Action(ctx, client.ActionRequest{Kind: "Widget", Namespace: "default", Name: "w1",
 				Action: "echo", Query: map[string][]string{"x": {"1"}}, Body: []byte(`{"hello":true}`)})
 			if err != nil {
@@ -389,7 +382,7 @@ func TestTyped_SecretRoundTripsOverBothClients(t *testing.T) {
 	_, clients := start(t)
 	for name, c := range clients {
 		t.Run(name, func(t *testing.T) {
-			ctx := ctxT(t)
+			ctx := testkit.Context(t)
 			secrets := client.For[*api.Secret](c)
 			if secrets.Kind() != api.KindSecret {
 				t.Fatalf("Kind = %q", secrets.Kind())
@@ -448,7 +441,7 @@ func TestLocal_ActsAsTheIdentityItIsBuiltWith(t *testing.T) {
 			c := local.New(srv.Registry, tt.as)
 			// Whatever identity the caller's context carries, the client
 			// acts as the one it was built with.
-			ctx := identity.With(ctxT(t), identity.User{Name: "admin", Admin: true})
+			ctx := identity.With(testkit.Context(t), identity.User{Name: "admin", Admin: true})
 			b, err := c.Action(ctx, client.ActionRequest{Method: "GET", Kind: "Widget", Namespace: "default", Action: "whoami"})
 			if err != nil {
 				t.Fatalf("whoami: %v", err)

@@ -144,14 +144,29 @@ func TestObject_BuildersSetWhatTheirOptionsSay(t *testing.T) {
 	}
 }
 
+func TestContext_EndsAtCleanup(t *testing.T) {
+	var ctx context.Context
+	t.Run("inner", func(t *testing.T) {
+		ctx = testkit.Context(t)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("context ended during the test: %v", err)
+		}
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) > 30*time.Second {
+			t.Errorf("deadline %v (set %v), want one at most 30s away", d, ok)
+		}
+	})
+	if ctx.Err() == nil {
+		t.Error("context still open after the test's cleanup")
+	}
+}
+
 func TestWidgetKind_IsServedWithSpecAndStatus(t *testing.T) {
 	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(kinds.Deps{}), testkit.WidgetKind())...))
 	c, err := client.NewHTTP(client.Config{Server: srv.URL, Token: srv.Token})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := testkit.Context(t)
 	w, err := c.Create(ctx, testkit.Widget("default", "w1", testkit.Spec(`{"size":3,"ref":"s1"}`)))
 	if err != nil {
 		t.Fatal(err)

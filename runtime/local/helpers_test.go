@@ -117,15 +117,9 @@ func shSpec(id, script string, env ...string) runtime.Spec {
 	return runtime.Spec{ID: id, Argv: []string{"sh", "-c", script}, Env: unitEnv(env...)}
 }
 
-func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func mustStart(t *testing.T, rt runtime.Runtime, spec runtime.Spec) runtime.State {
 	t.Helper()
-	st, err := rt.Start(ctxFor(t), spec)
+	st, err := rt.Start(testkit.Context(t), spec)
 	if err != nil {
 		t.Fatalf("Start(%s): %v", spec.ID, err)
 	}
@@ -134,7 +128,7 @@ func mustStart(t *testing.T, rt runtime.Runtime, spec runtime.Spec) runtime.Stat
 
 func mustWait(t *testing.T, rt runtime.Runtime, id string) runtime.State {
 	t.Helper()
-	st, err := rt.Wait(ctxFor(t), id)
+	st, err := rt.Wait(testkit.Context(t), id)
 	if err != nil {
 		t.Fatalf("Wait(%s): %v", id, err)
 	}
@@ -143,7 +137,7 @@ func mustWait(t *testing.T, rt runtime.Runtime, id string) runtime.State {
 
 func readLogs(t *testing.T, rt runtime.Runtime, id string) string {
 	t.Helper()
-	rc, err := rt.Logs(ctxFor(t), id, runtime.LogOptions{})
+	rc, err := rt.Logs(testkit.Context(t), id, runtime.LogOptions{})
 	if err != nil {
 		t.Fatalf("Logs(%s): %v", id, err)
 	}
