@@ -15,25 +15,6 @@ import (
 	"cairn.dev/cairn/trace"
 )
 
-// runTraced runs c until the test ends.
-func runTraced(t *testing.T, c *controller.Controller) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("Run did not return after cancel")
-		}
-	})
-}
-
 // waitTrace waits until the store holds at least n reconciles of the
 // object and returns its trace.
 func waitTrace(t *testing.T, s *trace.Store, kind, ns, name string, n int) *api.Trace {
@@ -92,7 +73,7 @@ func TestController_TracesEveryReconcileWithItsOutcome(t *testing.T) {
 	for _, k := range []string{"ns/done", "ns/requeue", "ns/fails-once", "ns/terminal", "ns/panics-once"} {
 		c.Enqueue(k)
 	}
-	runTraced(t, c)
+	start(t, c)
 
 	cases := []struct {
 		name    string
@@ -162,7 +143,7 @@ func TestController_TraceFiledUnderNamedObjectOrTraceKind(t *testing.T) {
 			c := controller.New("c", r, controller.Options{Traces: store, TraceKind: tc.traceKind})
 			c.Enqueue(tc.key)
 			c.Enqueue("sentinel") // one worker: its trace appears after the key's
-			runTraced(t, c)
+			start(t, c)
 			waitTrace(t, store, "Sentinel", "", "sentinel", 1)
 			if tc.want == nil {
 				if store.Len() != 1 {
@@ -190,7 +171,7 @@ func TestController_WithoutTracesReconcilerSeesNoRecorder(t *testing.T) {
 	})
 	c := controller.New("c", r, controller.Options{TraceKind: "Secret"})
 	c.Enqueue("ns/db")
-	runTraced(t, c)
+	start(t, c)
 	select {
 	case has := <-got:
 		if has {
@@ -209,7 +190,7 @@ func TestController_TracesBoundedPerObject(t *testing.T) {
 		return controller.Result{}, nil
 	})
 	c := controller.New("c", r, controller.Options{Traces: store, TraceKind: "Secret"})
-	runTraced(t, c)
+	start(t, c)
 	for i := 1; i <= 5; i++ {
 		c.Enqueue("ns/db")
 		testkit.Eventually(t, 10*time.Second, fmt.Sprintf("call %d traced", i), func() bool {

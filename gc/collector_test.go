@@ -155,6 +155,17 @@ func (e *env) eventually(what string, cond func() string) {
 	})
 }
 
+// setOwners makes owners the only owners of o (none: no owner).
+func (e *env) setOwners(o *api.Object, owners ...*api.Object) {
+	e.t.Helper()
+	e.update(o, func(cur *api.Object) {
+		cur.OwnerReferences = nil
+		for _, w := range owners {
+			cur.OwnerReferences = append(cur.OwnerReferences, api.OwnerRefTo(w, false))
+		}
+	})
+}
+
 // allGone waits until none of objs exists any more.
 func (e *env) allGone(objs ...*api.Object) {
 	e.t.Helper()
@@ -251,7 +262,7 @@ func TestCollector_DiamondIsNoCycleAndIsDeleted(t *testing.T) {
 	// has seen the diamond too (one watch, in order).
 	x := e.secret("x")
 	y := e.secret("y", testkit.OwnedBy(x))
-	e.update(x, func(o *api.Object) { o.OwnerReferences = []api.OwnerReference{api.OwnerRefTo(y, false)} })
+	e.setOwners(x, y)
 	e.eventually("cycle x-y reported", func() string {
 		cur, err := e.get("Secret", ns, "x")
 		if err != nil || cur.Annotations[gc.AnnotationCycle] == "" {
@@ -279,7 +290,7 @@ func TestCollector_CycleIsReportedAndStillDeleted(t *testing.T) {
 	b := e.secret("b", testkit.OwnedBy(a))
 	c := e.secret("c", testkit.OwnedBy(b))
 	tail := e.secret("tail", testkit.OwnedBy(c)) // hangs off the cycle
-	e.update(a, func(o *api.Object) { o.OwnerReferences = []api.OwnerReference{api.OwnerRefTo(c, false)} })
+	e.setOwners(a, c)
 	const want = "Secret/a,Secret/b,Secret/c"
 	for _, o := range []*api.Object{a, b, c} {
 		e.eventually(o.Name+" reported", func() string {
@@ -348,7 +359,7 @@ func TestCollector_NamespaceDeletionCascadesToEverythingInIt(t *testing.T) {
 	loose := e.secret("loose")
 	x := e.secret("x")
 	y := e.secret("y", testkit.OwnedBy(x))
-	e.update(x, func(o *api.Object) { o.OwnerReferences = []api.OwnerReference{api.OwnerRefTo(y, false)} })
+	e.setOwners(x, y)
 	held := e.secret("held", testkit.Finalizers(hold))
 	managed := e.secret("managed", testkit.ControlledBy(held))
 	nsObj, err := e.get(gc.NamespaceKind, "", ns)

@@ -48,7 +48,7 @@ func TestCollector_RefusedDeletionIsLoggedOnceAndRetriedWithBackoff(t *testing.T
 	}
 	// The API never deletes the default namespace: a cascade reaching it
 	// is refused (Forbidden).
-	e.update(def, func(o *api.Object) { o.OwnerReferences = []api.OwnerReference{api.OwnerRefTo(parent, false)} })
+	e.setOwners(def, parent)
 	e.del(parent, false)
 	const refusals = 4
 	e.eventually("refusals logged", func() string {
@@ -79,7 +79,7 @@ func TestCollector_RefusedDeletionIsLoggedOnceAndRetriedWithBackoff(t *testing.T
 		t.Fatalf("default namespace is %s", s)
 	}
 	// Once nothing stands in its way the cascade finishes.
-	e.update(def, func(o *api.Object) { o.OwnerReferences = nil })
+	e.setOwners(def)
 	e.allGone(parent)
 	if s := e.state(def); s != "live" {
 		t.Fatalf("default namespace is %s", s)
