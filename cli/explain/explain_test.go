@@ -14,6 +14,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/cli/explain"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -205,7 +206,7 @@ func createDeletingNamespace(t *testing.T, srv *servertest.Server) {
 	if r.Error != nil {
 		t.Fatalf("apply: %v %s", r.Error, r.Err)
 	}
-	if _, _, err := srv.Registry.Delete(context.Background(), "Namespace", "", "demo", api.DeleteOptions{}); err != nil {
+	if _, _, err := srv.Registry.Delete(identity.With(context.Background(), identity.System()), "Namespace", "", "demo", api.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
