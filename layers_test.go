@@ -73,7 +73,7 @@ var testOnly = append(slices.Clone(testSupport),
 // new package — is an API client and may not, whatever its table entry
 // says; its tests may use the test servers (server/servertest,
 // store/storetest, internal/testkit) but not server or store themselves.
-var storeSide = []string{"store", "registry", "kinds", "auth", "authz", "server", "client/local", "daemon",
+var storeSide = []string{"store", "registry", "registry/internal/watchcache", "kinds", "auth", "authz", "server", "client/local", "daemon",
 	"cli", "cmd", "bench", "store/storetest", "server/servertest", "cli/clitest", "internal/testkit"}
 
 // storePackages are what the client side may not import.
