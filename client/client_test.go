@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"context"
 	"errors"
 	"net"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -22,24 +22,6 @@ func start(t *testing.T) (*servertest.Server, client.Interface) {
 		t.Fatal(err)
 	}
 	return srv, hc
-}
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func secret(ns, name string, labels map[string]string, data map[string]string) *api.Object {
-	o, err := api.FromResource(&api.Secret{
-		TypeMeta:   api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindSecret},
-		ObjectMeta: api.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		StringData: data,
-	})
-	if err != nil {
-		panic(err)
-	}
-	return o
 }
 
 func TestHTTPClient_BadTokenSaysWhereTheTokenCameFrom(t *testing.T) {
@@ -56,7 +38,7 @@ func TestHTTPClient_BadTokenSaysWhereTheTokenCameFrom(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = c.Get(ctxT(t), api.KindSecret, "default", "x")
+			_, err = c.Get(testkit.Context(t), api.KindSecret, "default", "x")
 			if !errors.Is(err, api.ErrUnauthorized) {
 				t.Fatalf("err = %v, want Unauthorized", err)
 			}
@@ -81,7 +63,7 @@ func TestHTTPClient_ServerDownIsAClearError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Get(ctxT(t), api.KindSecret, "default", "x")
+	_, err = c.Get(testkit.Context(t), api.KindSecret, "default", "x")
 	if !errors.Is(err, client.ErrUnreachable) {
 		t.Fatalf("err = %v, want ErrUnreachable", err)
 	}
@@ -96,7 +78,7 @@ func TestHTTPClient_StoppedServerIsUnreachable(t *testing.T) {
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := c.List(ctxT(t), api.KindSecret, "", api.ListOptions{})
+	_, err := c.List(testkit.Context(t), api.KindSecret, "", api.ListOptions{})
 	if !errors.Is(err, client.ErrUnreachable) {
 		t.Fatalf("err = %v, want ErrUnreachable", err)
 	}
@@ -104,16 +86,13 @@ func TestHTTPClient_StoppedServerIsUnreachable(t *testing.T) {
 
 func TestHTTPClient_WatchCutByServerEndsWithError(t *testing.T) {
 	srv, c := start(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	w, err := c.Watch(ctx, api.KindSecret, "", api.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.API.OpenWatches() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, "the server to count the open watch", func() bool { return srv.API.OpenWatches() > 0 })
 	srv.CloseWatches()
 	for range w.Events() {
 	}
@@ -124,8 +103,8 @@ func TestHTTPClient_WatchCutByServerEndsWithError(t *testing.T) {
 
 func TestHTTPClient_ResolvesPluralsAndShortNames(t *testing.T) {
 	_, c := start(t)
-	ctx := ctxT(t)
-	if _, err := c.Create(ctx, secret("default", "alias", nil, nil)); err != nil {
+	ctx := testkit.Context(t)
+	if _, err := c.Create(ctx, testkit.Secret("default", "alias", nil)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -5,6 +5,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/internal/testkit"
 )
 
 func TestFor_PanicsOnNonKindTypes(t *testing.T) {
@@ -17,7 +18,7 @@ func TestFor_PanicsOnNonKindTypes(t *testing.T) {
 }
 
 func TestConvert_DecodesCachedObjects(t *testing.T) {
-	o := secret("default", "c", nil, nil)
+	o := testkit.Secret("default", "c", nil)
 	o.SetField("data", []byte(`{"k":"dg=="}`))
 	s, err := client.Convert[*api.Secret](o)
 	if err != nil || string(s.Data["k"]) != "v" || s.Name != "c" {

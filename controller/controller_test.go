@@ -120,7 +120,10 @@ func TestController_RetriesWithBackoffUntilSuccess(t *testing.T) {
 				t.Errorf("gap before attempt %d = %v, want %v", i+1, gap, want)
 			}
 		}
-		// Success forgets the failure history, and nothing is retried after it.
+		// Success forgets the failure history, and nothing is retried after
+		// it. Wait for the worker to be done with the fourth call first: it
+		// forgets after Reconcile returns.
+		synctest.Wait()
 		if n := limiter.NumRequeues("ns/a"); n != 0 {
 			t.Errorf("NumRequeues after success = %d, want 0 (Forget not called)", n)
 		}

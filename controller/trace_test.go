@@ -11,43 +11,23 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/controller"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/trace"
 )
-
-// runTraced runs c until the test ends.
-func runTraced(t *testing.T, c *controller.Controller) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("Run did not return after cancel")
-		}
-	})
-}
 
 // waitTrace waits until the store holds at least n reconciles of the
 // object and returns its trace.
 func waitTrace(t *testing.T, s *trace.Store, kind, ns, name string, n int) *api.Trace {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if tr, ok := s.Get(kind, ns, name); ok && len(tr.Reconciles) >= n {
-			return tr
+	var tr *api.Trace
+	testkit.EventuallyNil(t, 10*time.Second, fmt.Sprintf("%d reconciles in the trace of %s %s/%s", n, kind, ns, name), func() error {
+		var ok bool
+		if tr, ok = s.Get(kind, ns, name); ok && len(tr.Reconciles) >= n {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			tr, _ := s.Get(kind, ns, name)
-			t.Fatalf("trace of %s %s/%s: %+v, want %d reconciles", kind, ns, name, tr, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Errorf("trace %+v", tr)
+	})
+	return tr
 }
 
 // calls counts the reconciles of each key.
@@ -93,7 +73,7 @@ func TestController_TracesEveryReconcileWithItsOutcome(t *testing.T) {
 	for _, k := range []string{"ns/done", "ns/requeue", "ns/fails-once", "ns/terminal", "ns/panics-once"} {
 		c.Enqueue(k)
 	}
-	runTraced(t, c)
+	start(t, c)
 
 	cases := []struct {
 		name    string
@@ -163,7 +143,7 @@ func TestController_TraceFiledUnderNamedObjectOrTraceKind(t *testing.T) {
 			c := controller.New("c", r, controller.Options{Traces: store, TraceKind: tc.traceKind})
 			c.Enqueue(tc.key)
 			c.Enqueue("sentinel") // one worker: its trace appears after the key's
-			runTraced(t, c)
+			start(t, c)
 			waitTrace(t, store, "Sentinel", "", "sentinel", 1)
 			if tc.want == nil {
 				if store.Len() != 1 {
@@ -191,7 +171,7 @@ func TestController_WithoutTracesReconcilerSeesNoRecorder(t *testing.T) {
 	})
 	c := controller.New("c", r, controller.Options{TraceKind: "Secret"})
 	c.Enqueue("ns/db")
-	runTraced(t, c)
+	start(t, c)
 	select {
 	case has := <-got:
 		if has {
@@ -210,10 +190,10 @@ func TestController_TracesBoundedPerObject(t *testing.T) {
 		return controller.Result{}, nil
 	})
 	c := controller.New("c", r, controller.Options{Traces: store, TraceKind: "Secret"})
-	runTraced(t, c)
+	start(t, c)
 	for i := 1; i <= 5; i++ {
 		c.Enqueue("ns/db")
-		pollTrace(t, func() bool {
+		testkit.Eventually(t, 10*time.Second, fmt.Sprintf("call %d traced", i), func() bool {
 			tr, ok := store.Get("Secret", "ns", "db")
 			return ok && tr.Reconciles[len(tr.Reconciles)-1].Steps[0].Message == fmt.Sprintf("call %d", i)
 		})
@@ -225,17 +205,5 @@ func TestController_TracesBoundedPerObject(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[call 3 call 4 call 5]" {
 		t.Errorf("kept %v, want the last three oldest first", got)
-	}
-}
-
-// pollTrace polls cond until it holds, failing the test after 10s.
-func pollTrace(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

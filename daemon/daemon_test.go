@@ -2,7 +2,6 @@ package daemon_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/store/storetest"
@@ -50,26 +50,8 @@ func httpClient(t *testing.T, d *daemon.Daemon) client.Interface {
 	return c
 }
 
-func secret(name string, owners ...*api.Object) *api.Object {
-	o := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"}}
-	o.Name, o.Namespace = name, "default"
-	o.SetField("stringData", json.RawMessage(`{"password":"s3cr3t-value"}`))
-	for _, w := range owners {
-		o.OwnerReferences = append(o.OwnerReferences, api.OwnerRefTo(w, false))
-	}
-	return o
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
+// password is the data every test secret holds.
+func password() map[string]string { return map[string]string{"password": "s3cr3t-value"} }
 
 func TestDaemon_FirstStartWritesTokenAndConfigWithPrivateModes(t *testing.T) {
 	dir := t.TempDir()
@@ -101,7 +83,7 @@ func TestDaemon_RestartOnSameDataDirKeepsEveryObject(t *testing.T) {
 	c := httpClient(t, d)
 	ctx := context.Background()
 	for i := 0; i < 20; i++ {
-		if _, err := c.Create(ctx, secret(fmt.Sprintf("keep%d", i))); err != nil {
+		if _, err := c.Create(ctx, testkit.Secret("default", fmt.Sprintf("keep%d", i), password())); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -159,7 +141,7 @@ func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *
 	c1, c2 := httpClient(t, d1), httpClient(t, d2)
 
 	var lead, follow *daemon.Daemon
-	eventually(t, 15*time.Second, "a leader", func() bool {
+	testkit.Eventually(t, 15*time.Second, "a leader", func() bool {
 		id, _ := lease.Current(ctx, c1, manager.LeaseName)
 		switch id {
 		case d1.URL():
@@ -171,19 +153,19 @@ func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *
 	})
 
 	// A small cascade created through one server, deleted through the other.
-	owner, err := c1.Create(ctx, secret("owner"))
+	owner, err := c1.Create(ctx, testkit.Secret("default", "owner", password()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {
-		if _, err := c2.Create(ctx, secret(fmt.Sprintf("dep%d", i), owner)); err != nil {
+		if _, err := c2.Create(ctx, testkit.Secret("default", fmt.Sprintf("dep%d", i), password(), testkit.OwnedBy(owner))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, _, err := c2.Delete(ctx, "Secret", "default", "owner", api.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the first cascade", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the first cascade", func() bool {
 		l, err := c1.List(ctx, "Secret", "default", api.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})
@@ -195,13 +177,13 @@ func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *
 	}
 
 	// A larger cascade; the leader stops as soon as it starts.
-	big, err := c1.Create(ctx, secret("big"))
+	big, err := c1.Create(ctx, testkit.Secret("default", "big", password()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	lc := follow.Client()
 	for i := 0; i < 300; i++ {
-		if _, err := lc.Create(ctx, secret(fmt.Sprintf("big%d", i), big)); err != nil {
+		if _, err := lc.Create(ctx, testkit.Secret("default", fmt.Sprintf("big%d", i), password(), testkit.OwnedBy(big))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -219,11 +201,11 @@ func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *
 	if len(left.Items) == 0 {
 		t.Fatal("the cascade finished before the leader stopped: the test exercises no failover")
 	}
-	eventually(t, 15*time.Second, "failover to the other server", func() bool {
+	testkit.Eventually(t, 15*time.Second, "failover to the other server", func() bool {
 		id, _ := lease.Current(ctx, survivor, manager.LeaseName)
 		return id == follow.URL()
 	})
-	eventually(t, 60*time.Second, "the cascade to finish on the new leader", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the cascade to finish on the new leader", func() bool {
 		l, err := survivor.List(ctx, "Secret", "default", api.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})
@@ -241,7 +223,7 @@ func TestDaemon_PureAPIServerRunsNoControllersButStillCompacts(t *testing.T) {
 		CompactionInterval: 200 * time.Millisecond})
 	c := httpClient(t, d)
 	ctx := context.Background()
-	if _, err := c.Create(ctx, secret("x")); err != nil {
+	if _, err := c.Create(ctx, testkit.Secret("default", "x", password())); err != nil {
 		t.Fatal(err)
 	}
 	obj, gone, err := c.Delete(ctx, "Secret", "default", "x", api.DeleteOptions{})
@@ -250,7 +232,7 @@ func TestDaemon_PureAPIServerRunsNoControllersButStillCompacts(t *testing.T) {
 	}
 	// The compactor is elected and compacts: a watch from the first
 	// revision becomes Gone.
-	eventually(t, 15*time.Second, "compaction without controllers", func() bool {
+	testkit.Eventually(t, 15*time.Second, "compaction without controllers", func() bool {
 		w, err := c.Watch(ctx, "Secret", "default", api.ListOptions{ResourceVersion: "1"})
 		if err == nil {
 			w.Stop()

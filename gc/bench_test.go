@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/internal/testkit"
 )
 
 // BenchmarkCollector_DeleteOwnerWith10000Dependents measures the time from
@@ -20,14 +21,14 @@ func BenchmarkCollector_DeleteOwnerWith10000Dependents(b *testing.B) {
 		b.StopTimer()
 		e := newEnv(b, false)
 		e.startGC()
-		owner := e.secret("owner", nil)
+		owner := e.secret("owner")
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 32)
 		for i := range n {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				if _, err := e.c.Create(context.Background(), newSecret(fmt.Sprintf("dep-%05d", i), nil, by(owner)...)); err != nil {
+				if _, err := e.c.Create(context.Background(), testkit.Secret(ns, fmt.Sprintf("dep-%05d", i), nil, testkit.OwnedBy(owner))); err != nil {
 					b.Error(err)
 				}
 			})
@@ -36,13 +37,10 @@ func BenchmarkCollector_DeleteOwnerWith10000Dependents(b *testing.B) {
 		b.StartTimer()
 		start := time.Now()
 		e.del(owner, false)
-		for {
+		testkit.Eventually(b, 10*time.Minute, "the owner to be gone", func() bool {
 			_, err := e.get("Secret", ns, "owner")
-			if errors.Is(err, api.ErrNotFound) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return errors.Is(err, api.ErrNotFound)
+		})
 		b.ReportMetric(time.Since(start).Seconds(), "s/cascade")
 		list, err := e.c.List(context.Background(), "Secret", ns, api.ListOptions{Limit: 1})
 		if err != nil || len(list.Items) != 0 {

@@ -18,6 +18,7 @@ import (
 	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/gc"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -47,8 +48,7 @@ func newEnv(t testing.TB, http bool, opts ...servertest.Option) *env {
 		c = hc
 	}
 	e := &env{t: t, ts: ts, c: c}
-	e.create(&api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: gc.NamespaceKind},
-		ObjectMeta: api.ObjectMeta{Name: ns}})
+	e.create(testkit.Object(gc.NamespaceKind, "", ns))
 	return e
 }
 
@@ -107,34 +107,10 @@ func (e *env) create(o *api.Object) *api.Object {
 	return out
 }
 
-// owned is how a test secret refers to an owner.
-type owned struct {
-	owner      *api.Object
-	controller bool
-}
-
-// secret creates the Secret name in ns, owned by owners, holding finalizers.
-func (e *env) secret(name string, finalizers []string, owners ...owned) *api.Object {
+// secret creates the Secret name in ns with opts (owners, finalizers).
+func (e *env) secret(name string, opts ...testkit.Opt) *api.Object {
 	e.t.Helper()
-	return e.create(newSecret(name, finalizers, owners...))
-}
-
-// newSecret builds the Secret name in ns, owned by owners, holding finalizers.
-func newSecret(name string, finalizers []string, owners ...owned) *api.Object {
-	o := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"},
-		ObjectMeta: api.ObjectMeta{Name: name, Namespace: ns, Finalizers: finalizers}}
-	for _, w := range owners {
-		o.OwnerReferences = append(o.OwnerReferences, api.OwnerRefTo(w.owner, w.controller))
-	}
-	return o
-}
-
-func by(owners ...*api.Object) []owned {
-	out := make([]owned, len(owners))
-	for i, o := range owners {
-		out[i] = owned{owner: o}
-	}
-	return out
+	return e.create(testkit.Secret(ns, name, nil, opts...))
 }
 
 func (e *env) get(kind, namespace, name string) (*api.Object, error) {
@@ -171,17 +147,23 @@ func (e *env) update(o *api.Object, change func(*api.Object)) {
 // with cond's last explanation after a generous timeout.
 func (e *env) eventually(what string, cond func() string) {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		why := cond()
-		if why == "" {
-			return
+	testkit.EventuallyNil(e.t, 30*time.Second, what, func() error {
+		if why := cond(); why != "" {
+			return errors.New("still " + why)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s: still %s", what, why)
+		return nil
+	})
+}
+
+// setOwners makes owners the only owners of o (none: no owner).
+func (e *env) setOwners(o *api.Object, owners ...*api.Object) {
+	e.t.Helper()
+	e.update(o, func(cur *api.Object) {
+		cur.OwnerReferences = nil
+		for _, w := range owners {
+			cur.OwnerReferences = append(cur.OwnerReferences, api.OwnerRefTo(w, false))
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	})
 }
 
 // allGone waits until none of objs exists any more.
@@ -233,12 +215,12 @@ func TestCollector_CascadeReachesDepthThree(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			e := newEnv(t, transport == "http")
 			e.startGC()
-			root := e.secret("root", nil)
-			a := e.secret("a", nil, by(root)...)
-			a2 := e.secret("a2", nil, by(root)...)
-			b := e.secret("b", nil, by(a)...)
-			c := e.secret("c", nil, by(b)...)
-			bystander := e.secret("bystander", nil)
+			root := e.secret("root")
+			a := e.secret("a", testkit.OwnedBy(root))
+			a2 := e.secret("a2", testkit.OwnedBy(root))
+			b := e.secret("b", testkit.OwnedBy(a))
+			c := e.secret("c", testkit.OwnedBy(b))
+			bystander := e.secret("bystander")
 			e.del(root, false)
 			e.allGone(root, a, a2, b, c)
 			if s := e.state(bystander); s != "live" {
@@ -251,10 +233,10 @@ func TestCollector_CascadeReachesDepthThree(t *testing.T) {
 func TestCollector_DependentWithLiveSecondOwnerSurvivesAndLosesTheReference(t *testing.T) {
 	e := newEnv(t, false)
 	e.startGC()
-	first := e.secret("first", nil)
-	second := e.secret("second", nil)
-	shared := e.secret("shared", nil, by(first, second)...)
-	only := e.secret("only", nil, by(first)...)
+	first := e.secret("first")
+	second := e.secret("second")
+	shared := e.secret("shared", testkit.OwnedBy(first, second))
+	only := e.secret("only", testkit.OwnedBy(first))
 	e.del(first, false)
 	e.allGone(first, only)
 	cur, err := e.get("Secret", ns, shared.Name)
@@ -272,15 +254,15 @@ func TestCollector_DependentWithLiveSecondOwnerSurvivesAndLosesTheReference(t *t
 func TestCollector_DiamondIsNoCycleAndIsDeleted(t *testing.T) {
 	e := newEnv(t, false)
 	e.startGC()
-	top := e.secret("top", nil)
-	left := e.secret("left", nil, by(top)...)
-	right := e.secret("right", nil, by(top)...)
-	bottom := e.secret("bottom", nil, by(left, right)...)
+	top := e.secret("top")
+	left := e.secret("left", testkit.OwnedBy(top))
+	right := e.secret("right", testkit.OwnedBy(top))
+	bottom := e.secret("bottom", testkit.OwnedBy(left, right))
 	// A real cycle made after the diamond: once it is reported the collector
 	// has seen the diamond too (one watch, in order).
-	x := e.secret("x", nil)
-	y := e.secret("y", nil, by(x)...)
-	e.update(x, func(o *api.Object) { o.OwnerReferences = ownerRefs(y) })
+	x := e.secret("x")
+	y := e.secret("y", testkit.OwnedBy(x))
+	e.setOwners(x, y)
 	e.eventually("cycle x-y reported", func() string {
 		cur, err := e.get("Secret", ns, "x")
 		if err != nil || cur.Annotations[gc.AnnotationCycle] == "" {
@@ -301,22 +283,14 @@ func TestCollector_DiamondIsNoCycleAndIsDeleted(t *testing.T) {
 	e.allGone(top, left, right, bottom)
 }
 
-func ownerRefs(owners ...*api.Object) []api.OwnerReference {
-	var out []api.OwnerReference
-	for _, o := range owners {
-		out = append(out, api.OwnerRefTo(o, false))
-	}
-	return out
-}
-
 func TestCollector_CycleIsReportedAndStillDeleted(t *testing.T) {
 	e := newEnv(t, false)
 	e.startGC()
-	a := e.secret("a", nil)
-	b := e.secret("b", nil, by(a)...)
-	c := e.secret("c", nil, by(b)...)
-	tail := e.secret("tail", nil, by(c)...) // hangs off the cycle
-	e.update(a, func(o *api.Object) { o.OwnerReferences = ownerRefs(c) })
+	a := e.secret("a")
+	b := e.secret("b", testkit.OwnedBy(a))
+	c := e.secret("c", testkit.OwnedBy(b))
+	tail := e.secret("tail", testkit.OwnedBy(c)) // hangs off the cycle
+	e.setOwners(a, c)
 	const want = "Secret/a,Secret/b,Secret/c"
 	for _, o := range []*api.Object{a, b, c} {
 		e.eventually(o.Name+" reported", func() string {
@@ -344,9 +318,9 @@ func TestCollector_CycleIsReportedAndStillDeleted(t *testing.T) {
 func TestCollector_ControllerManagedDependentIsLeftToItsController(t *testing.T) {
 	e := newEnv(t, false)
 	e.startGC()
-	owner := e.secret("owner", []string{hold})
-	managed := e.secret("managed", nil, owned{owner: owner, controller: true})
-	plain := e.secret("plain", nil, by(owner)...)
+	owner := e.secret("owner", testkit.Finalizers(hold))
+	managed := e.secret("managed", testkit.ControlledBy(owner))
+	plain := e.secret("plain", testkit.OwnedBy(owner))
 	e.del(owner, false)
 	// The plain dependent going proves the collector handled the owner.
 	e.allGone(plain)
@@ -364,11 +338,11 @@ func TestCollector_ControllerManagedDependentIsLeftToItsController(t *testing.T)
 func TestCollector_OrphanOfForceDeletedOwnerIsCollected(t *testing.T) {
 	e := newEnv(t, false)
 	e.startGC()
-	owner := e.secret("owner", nil)
-	orphan := e.secret("orphan", nil, by(owner)...)
-	grandchild := e.secret("grandchild", nil, by(orphan)...)
-	other := e.secret("other", nil)
-	kept := e.secret("kept", nil, by(owner, other)...)
+	owner := e.secret("owner")
+	orphan := e.secret("orphan", testkit.OwnedBy(owner))
+	grandchild := e.secret("grandchild", testkit.OwnedBy(orphan))
+	other := e.secret("other")
+	kept := e.secret("kept", testkit.OwnedBy(owner, other))
 	e.del(owner, true)
 	e.allGone(owner, orphan, grandchild)
 	if s := e.state(kept); s != "live" {
@@ -379,16 +353,15 @@ func TestCollector_OrphanOfForceDeletedOwnerIsCollected(t *testing.T) {
 func TestCollector_NamespaceDeletionCascadesToEverythingInIt(t *testing.T) {
 	e := newEnv(t, false)
 	e.startGC()
-	elsewhere := e.create(&api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"},
-		ObjectMeta: api.ObjectMeta{Name: "elsewhere", Namespace: api.DefaultNamespace}})
-	root := e.secret("root", nil)
-	child := e.secret("child", nil, by(root)...)
-	loose := e.secret("loose", nil)
-	x := e.secret("x", nil)
-	y := e.secret("y", nil, by(x)...)
-	e.update(x, func(o *api.Object) { o.OwnerReferences = ownerRefs(y) })
-	held := e.secret("held", []string{hold})
-	managed := e.secret("managed", nil, owned{owner: held, controller: true})
+	elsewhere := e.create(testkit.Secret(api.DefaultNamespace, "elsewhere", nil))
+	root := e.secret("root")
+	child := e.secret("child", testkit.OwnedBy(root))
+	loose := e.secret("loose")
+	x := e.secret("x")
+	y := e.secret("y", testkit.OwnedBy(x))
+	e.setOwners(x, y)
+	held := e.secret("held", testkit.Finalizers(hold))
+	managed := e.secret("managed", testkit.ControlledBy(held))
 	nsObj, err := e.get(gc.NamespaceKind, "", ns)
 	if err != nil {
 		t.Fatal(err)
@@ -415,14 +388,17 @@ func TestCollector_NamespaceDeletionCascadesToEverythingInIt(t *testing.T) {
 func TestCollector_RestartMidCascadeFinishes(t *testing.T) {
 	e := newEnv(t, false)
 	stop := e.startGC()
-	chain := []*api.Object{e.secret("n0", nil)}
+	chain := []*api.Object{e.secret("n0")}
 	for i := 1; i <= 6; i++ {
-		var fin []string
-		if i == 3 {
-			fin = []string{hold} // the cascade stops here while it is held
-		}
 		prev := chain[i-1]
-		chain = append(chain, e.secret(fmt.Sprintf("n%d", i), fin, owned{owner: prev, controller: i == 4}))
+		opts := []testkit.Opt{testkit.OwnedBy(prev)}
+		switch i {
+		case 3:
+			opts = append(opts, testkit.Finalizers(hold)) // the cascade stops here while it is held
+		case 4:
+			opts = []testkit.Opt{testkit.ControlledBy(prev)}
+		}
+		chain = append(chain, e.secret(fmt.Sprintf("n%d", i), opts...))
 	}
 	e.del(chain[0], false)
 	e.waitState(chain[3], "deleting")
@@ -448,10 +424,10 @@ func TestCollector_RestartMidCascadeFinishes(t *testing.T) {
 func TestCollector_ManyDependentsAreAllDeleted(t *testing.T) {
 	e := newEnv(t, false)
 	e.startGC()
-	owner := e.secret("owner", nil)
+	owner := e.secret("owner")
 	var deps []*api.Object
 	for i := range 200 {
-		deps = append(deps, e.secret(fmt.Sprintf("dep-%03d", i), nil, by(owner)...))
+		deps = append(deps, e.secret(fmt.Sprintf("dep-%03d", i), testkit.OwnedBy(owner)))
 	}
 	e.del(owner, false)
 	e.allGone(append(deps, owner)...)
@@ -462,8 +438,8 @@ func TestCollector_ManyDependentsAreAllDeleted(t *testing.T) {
 
 func TestCollector_OrphansLeftWhileStoppedAreCollectedAtStart(t *testing.T) {
 	e := newEnv(t, false)
-	owner := e.secret("owner", nil)
-	orphan := e.secret("orphan", nil, by(owner)...)
+	owner := e.secret("owner")
+	orphan := e.secret("orphan", testkit.OwnedBy(owner))
 	e.del(owner, true) // no collector running
 	if s := e.state(orphan); s != "live" {
 		t.Fatalf("orphan is %s before any collector ran", s)

@@ -10,6 +10,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/gc"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/server/servertest"
 )
@@ -22,9 +23,9 @@ func TestCollector_CascadeFinishesWhenTheVictimsDeleteAnswersConflict(t *testing
 	// has been answered Conflict twice.
 	ch.Start(e.ts.Registry, func() bool { return cc.Conflicts() < 2 })
 	e.startCollector(cc, gc.Options{Workers: 4, Logger: testLogger(), ConfirmRetry: 50 * time.Millisecond})
-	root := e.secret("root", nil)
-	busy := e.create(gc.NewWidget(ns, "busy", true, root))
-	below := e.secret("below", nil, by(busy)...) // busy is no leaf: it is marked, not removed
+	root := e.secret("root")
+	busy := e.create(testkit.Widget(ns, "busy", testkit.Labels(gc.LabelChurn, "true"), testkit.OwnedBy(root)))
+	below := e.secret("below", testkit.OwnedBy(busy)) // busy is no leaf: it is marked, not removed
 	e.del(root, false)
 	e.allGone(root, busy, below)
 	if n := cc.Conflicts(); n < 2 {
@@ -40,15 +41,14 @@ func TestCollector_RefusedDeletionIsLoggedOnceAndRetriedWithBackoff(t *testing.T
 	rec := &gc.LogRecorder{}
 	const base = 20 * time.Millisecond
 	e.startCollector(e.c, gc.Options{Logger: slog.New(rec), ConfirmRetry: base})
-	parent := e.create(&api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: gc.NamespaceKind},
-		ObjectMeta: api.ObjectMeta{Name: "parent"}})
+	parent := e.create(testkit.Object(gc.NamespaceKind, "", "parent"))
 	def, err := e.get(gc.NamespaceKind, "", api.DefaultNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The API never deletes the default namespace: a cascade reaching it
 	// is refused (Forbidden).
-	e.update(def, func(o *api.Object) { o.OwnerReferences = ownerRefs(parent) })
+	e.setOwners(def, parent)
 	e.del(parent, false)
 	const refusals = 4
 	e.eventually("refusals logged", func() string {
@@ -79,7 +79,7 @@ func TestCollector_RefusedDeletionIsLoggedOnceAndRetriedWithBackoff(t *testing.T
 		t.Fatalf("default namespace is %s", s)
 	}
 	// Once nothing stands in its way the cascade finishes.
-	e.update(def, func(o *api.Object) { o.OwnerReferences = nil })
+	e.setOwners(def)
 	e.allGone(parent)
 	if s := e.state(def); s != "live" {
 		t.Fatalf("default namespace is %s", s)
@@ -92,8 +92,8 @@ func TestCollector_RestartedInTheSameProcessKeepsReportingMetrics(t *testing.T) 
 	for term := 1; term <= 2; term++ {
 		// A new Collector per leader term, on the daemon's one registry.
 		stop := e.startGCWith(reg)
-		owner := e.secret(fmt.Sprintf("owner-%d", term), nil)
-		orphan := e.secret(fmt.Sprintf("orphan-%d", term), nil, by(owner)...)
+		owner := e.secret(fmt.Sprintf("owner-%d", term))
+		orphan := e.secret(fmt.Sprintf("orphan-%d", term), testkit.OwnedBy(owner))
 		e.del(owner, true)
 		e.allGone(orphan)
 		e.eventually(fmt.Sprintf("term %d: orphan deletion counted", term), func() string {

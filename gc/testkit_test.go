@@ -15,12 +15,14 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/registry"
 )
 
 // WidgetKind is a namespaced test kind with no spec, served next to
 // kinds.All(kinds.Deps{}) by the servers of the tests that use a Churn.
-const WidgetKind = "Widget"
+// testkit.Widget builds its objects.
+const WidgetKind = testkit.KindWidget
 
 // LabelChurn, set to "true" on a Widget, lets a Churn disturb its deletion.
 const LabelChurn = "test.cairn.dev/churn"
@@ -80,20 +82,6 @@ func (ch *Churn) prepareForDelete(ctx context.Context, _ *registry.Admission, w 
 		ch.t.Errorf("churn %s: %v", w.Name, err)
 	}
 	return nil
-}
-
-// NewWidget builds the Widget name in namespace ns, labelled for churn when
-// churn is true, owned by owners.
-func NewWidget(ns, name string, churn bool, owners ...*api.Object) *api.Object {
-	o := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: WidgetKind},
-		ObjectMeta: api.ObjectMeta{Name: name, Namespace: ns}}
-	if churn {
-		o.Labels = map[string]string{LabelChurn: "true"}
-	}
-	for _, w := range owners {
-		o.OwnerReferences = append(o.OwnerReferences, api.OwnerRefTo(w, false))
-	}
-	return o
 }
 
 // ConflictCounter passes every call on to the client it embeds and counts

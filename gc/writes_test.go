@@ -13,6 +13,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/server/servertest"
 )
@@ -39,10 +40,9 @@ func TestCollectorDelete_ConflictIsRetriedUnlessTheVictimIsGoneOrReplaced(t *tes
 		}
 		return out
 	}
-	create(&api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: NamespaceKind},
-		ObjectMeta: api.ObjectMeta{Name: "gc"}})
-	busy := create(NewWidget("gc", "busy", true))
-	replaced := create(NewWidget("gc", "replaced", false))
+	create(testkit.Object(NamespaceKind, "", "gc"))
+	busy := create(testkit.Widget("gc", "busy", testkit.Labels(LabelChurn, "true")))
+	replaced := create(testkit.Widget("gc", "replaced"))
 	c := New(cc, Options{Logger: discard()})
 
 	for _, tc := range []struct {

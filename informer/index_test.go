@@ -46,7 +46,7 @@ func refs(names ...string) testkit.Opt {
 
 func mustCreate(t *testing.T, c client.Interface, o *api.Object) *api.Object {
 	t.Helper()
-	got, err := c.Create(ctxT(t), o)
+	got, err := c.Create(testkit.Context(t), o)
 	if err != nil {
 		t.Fatalf("create %s %s: %v", o.Kind, o.Name, err)
 	}
@@ -55,14 +55,14 @@ func mustCreate(t *testing.T, c client.Interface, o *api.Object) *api.Object {
 
 func patchWidget(t *testing.T, c client.Interface, ns, name, patch string) {
 	t.Helper()
-	if _, err := c.Patch(ctxT(t), testkit.KindWidget, ns, name, []byte(patch), false); err != nil {
+	if _, err := c.Patch(testkit.Context(t), testkit.KindWidget, ns, name, []byte(patch), false); err != nil {
 		t.Fatalf("patch %s/%s: %v", ns, name, err)
 	}
 }
 
 func deleteWidget(t *testing.T, c client.Interface, ns, name string) {
 	t.Helper()
-	if _, _, err := c.Delete(ctxT(t), testkit.KindWidget, ns, name, api.DeleteOptions{Force: true}); err != nil {
+	if _, _, err := c.Delete(testkit.Context(t), testkit.KindWidget, ns, name, api.DeleteOptions{Force: true}); err != nil {
 		t.Fatalf("delete %s/%s: %v", ns, name, err)
 	}
 }
@@ -239,7 +239,7 @@ func TestInformer_IndexesFollowAddsUpdatesDeletesAndRelist(t *testing.T) {
 	mustCreate(t, lc, testkit.Widget("other", "w6", refs("a")))
 	deleteWidget(t, lc, "default", "w2")
 	w2 := mustCreate(t, lc, testkit.Widget("default", "w2", testkit.OwnedBy(o1), refs("d"))) // a new incarnation
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	rev, err := srv.Store.Revision(ctx)
 	if err != nil {
 		t.Fatal(err)

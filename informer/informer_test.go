@@ -145,16 +145,10 @@ func run(t *testing.T, inf *informer.Informer) {
 	}
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func create(t *testing.T, c client.Interface, objs ...*api.Object) {
 	t.Helper()
 	for _, o := range objs {
-		if _, err := c.Create(ctxT(t), o); err != nil {
+		if _, err := c.Create(testkit.Context(t), o); err != nil {
 			t.Fatalf("create %s: %v", o.Name, err)
 		}
 	}
@@ -163,14 +157,14 @@ func create(t *testing.T, c client.Interface, objs ...*api.Object) {
 func label(t *testing.T, c client.Interface, name, k, v string) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, k, v)
-	if _, err := c.Patch(ctxT(t), api.KindSecret, "default", name, []byte(patch), false); err != nil {
+	if _, err := c.Patch(testkit.Context(t), api.KindSecret, "default", name, []byte(patch), false); err != nil {
 		t.Fatalf("patch %s: %v", name, err)
 	}
 }
 
 func forceDelete(t *testing.T, c client.Interface, name string) {
 	t.Helper()
-	if _, _, err := c.Delete(ctxT(t), api.KindSecret, "default", name, api.DeleteOptions{Force: true}); err != nil {
+	if _, _, err := c.Delete(testkit.Context(t), api.KindSecret, "default", name, api.DeleteOptions{Force: true}); err != nil {
 		t.Fatalf("delete %s: %v", name, err)
 	}
 }
@@ -333,7 +327,7 @@ func TestInformer_RelistsAfterGoneAndReconcilesTheCache(t *testing.T) {
 	label(t, lc, "change", "v", "2")
 	forceDelete(t, lc, "reborn")
 	create(t, lc, testkit.Secret("default", "reborn", nil), testkit.Secret("default", "new", nil))
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	rev, err := srv.Store.Revision(ctx)
 	if err != nil {
 		t.Fatal(err)

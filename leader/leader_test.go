@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/leader"
 	"cairn.dev/cairn/store/storetest"
 )
@@ -63,15 +64,15 @@ func TestRun_ExactlyOneLeadsAndTheOtherTakesOver(t *testing.T) {
 
 func waitLeader(t *testing.T, leaders *[2]atomic.Bool) int {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	who := -1
+	testkit.Eventually(t, 15*time.Second, "a leader", func() bool {
 		for i := range leaders {
 			if leaders[i].Load() {
-				return i
+				who = i
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("no leader elected")
-	return -1
+		return false
+	})
+	return who
 }

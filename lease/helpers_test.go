@@ -11,20 +11,27 @@ import (
 	"time"
 
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/server/servertest"
 )
 
 // hangingTransport passes requests through until hang is set; then every
 // new request hangs until its context ends, as a partitioned network does.
+// It counts the requests the server answered.
 type hangingTransport struct {
-	base http.RoundTripper
-	hang atomic.Bool
+	base     http.RoundTripper
+	hang     atomic.Bool
+	answered atomic.Int64
 }
 
 func (h *hangingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if !h.hang.Load() {
-		return h.base.RoundTrip(r)
+		resp, err := h.base.RoundTrip(r)
+		if err == nil {
+			h.answered.Add(1)
+		}
+		return resp, err
 	}
 	if r.Body != nil {
 		r.Body.Close()
@@ -171,14 +178,16 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// eventually polls cond until it holds, failing the test after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+// awaitRequests waits until the server has answered n more of c's
+// requests than when it was called. A candidate that is not leading sends
+// one request per RetryPeriod, so n requests prove it looked at the Lease
+// n times over at least n-1 retry periods.
+func (c *candidate) awaitRequests(t *testing.T, n int64, what string) {
 	t.Helper()
-	end := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	want := c.net.answered.Load() + n
+	testkit.Eventually(t, 60*time.Second, what, func() bool { return c.net.answered.Load() >= want })
 }
+
+// looks is how many requests a candidate that is not leading sends over at
+// least d: one per RetryPeriod.
+func looks(opts lease.Options, d time.Duration) int64 { return int64(d/opts.RetryPeriod) + 1 }

@@ -9,6 +9,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/server/servertest"
 )
@@ -36,11 +37,11 @@ func TestRun_OneCandidateLeadsAndASkewedClockInvitesNoTakeover(t *testing.T) {
 			skewed := opts
 			skewed.Now = func() time.Time { return time.Now().Add(tc.skew) }
 			run(t, s, skewed, "a", rec.lead("a", false))
-			eventually(t, 10*time.Second, "a leads", func() bool { return rec.leader() == "a" })
-			run(t, s, opts, "b", rec.lead("b", false))
+			testkit.Eventually(t, 10*time.Second, "a leads", func() bool { return rec.leader() == "a" })
+			b := run(t, s, opts, "b", rec.lead("b", false))
 
 			// b watches a renew for several lease durations and never takes over.
-			time.Sleep(3 * opts.Duration)
+			b.awaitRequests(t, looks(opts, 3*opts.Duration), "b to read the lease over three lease durations")
 			if ps := rec.snapshot(); len(ps) != 1 || ps[0].who != "a" || !ps[0].stop.IsZero() {
 				t.Fatalf("terms %+v, want a single one of a, still running", ps)
 			}
@@ -65,9 +66,9 @@ func TestRun_StoppedLeaderReleasesAndAnotherTakesOverWithoutWaitingForExpiry(t *
 	// A lease so long that the test would time out if b waited for it.
 	opts := lease.Options{Duration: time.Minute, RetryPeriod: 200 * time.Millisecond}
 	a := run(t, s, opts, "a", rec.lead("a", false))
-	eventually(t, 10*time.Second, "a leads", func() bool { return rec.leader() == "a" })
-	run(t, s, opts, "b", rec.lead("b", false))
-	time.Sleep(time.Second) // b has seen a hold the lease
+	testkit.Eventually(t, 10*time.Second, "a leads", func() bool { return rec.leader() == "a" })
+	b := run(t, s, opts, "b", rec.lead("b", false))
+	b.awaitRequests(t, 1, "b to see a hold the lease")
 
 	if err := a.stop(t); err != nil {
 		t.Fatalf("a: Run: %v", err)
@@ -83,7 +84,7 @@ func TestRun_StoppedLeaderReleasesAndAnotherTakesOverWithoutWaitingForExpiry(t *
 	if l.Spec.HolderIdentity == a.identity {
 		t.Fatalf("a stopped and still holds the lease: %+v", l.Spec)
 	}
-	eventually(t, 20*time.Second, "b leads", func() bool { return rec.leader() == "b" })
+	testkit.Eventually(t, 20*time.Second, "b leads", func() bool { return rec.leader() == "b" })
 	rec.assertNoOverlap(t)
 }
 
@@ -92,12 +93,12 @@ func TestRun_HungLeaderStopsBeforeAnotherTakesOver(t *testing.T) {
 	var rec terms
 	opts := fast()
 	a := run(t, s, opts, "a", rec.lead("a", false))
-	eventually(t, 10*time.Second, "a leads", func() bool { return rec.leader() == "a" })
-	run(t, s, opts, "b", rec.lead("b", false))
-	time.Sleep(time.Second) // b has seen a renew
+	testkit.Eventually(t, 10*time.Second, "a leads", func() bool { return rec.leader() == "a" })
+	b := run(t, s, opts, "b", rec.lead("b", false))
+	b.awaitRequests(t, 3, "b to see a renew") // over two retry periods, a's renewal period
 
 	a.net.hang.Store(true) // a can no longer renew, nor release
-	eventually(t, 20*time.Second, "b leads", func() bool { return rec.leader() == "b" })
+	testkit.Eventually(t, 20*time.Second, "b leads", func() bool { return rec.leader() == "b" })
 	ps := rec.snapshot()
 	if len(ps) != 2 || ps[0].who != "a" || ps[0].stop.IsZero() {
 		t.Fatalf("terms %+v, want a's (ended), then b's", ps)
@@ -109,7 +110,7 @@ func TestRun_HungLeaderStopsBeforeAnotherTakesOver(t *testing.T) {
 
 	// a's network heals: it sees b renewing and stays a follower.
 	a.net.hang.Store(false)
-	time.Sleep(2 * opts.Duration)
+	a.awaitRequests(t, looks(opts, 2*opts.Duration), "a to read the lease over two lease durations")
 	if n := rec.count("a"); n != 1 || rec.leader() != "b" {
 		t.Fatalf("after a's network healed: terms %+v, want b still leading", rec.snapshot())
 	}
@@ -120,12 +121,12 @@ func TestRun_ReturningLeadEndsTheTermAndAnotherTakesOver(t *testing.T) {
 	s := servertest.Start(t)
 	var rec terms
 	opts := fast()
-	run(t, s, opts, "a", rec.lead("a", true)) // a failing controller: every term ends at once
-	eventually(t, 10*time.Second, "a has led", func() bool { return rec.count("a") >= 1 })
+	a := run(t, s, opts, "a", rec.lead("a", true)) // a failing controller: every term ends at once
+	testkit.Eventually(t, 10*time.Second, "a has led", func() bool { return rec.count("a") >= 1 })
 	run(t, s, opts, "b", rec.lead("b", false))
 
-	eventually(t, 20*time.Second, "b leads", func() bool { return rec.leader() == "b" })
-	time.Sleep(2 * opts.Duration)
+	testkit.Eventually(t, 20*time.Second, "b leads", func() bool { return rec.leader() == "b" })
+	a.awaitRequests(t, looks(opts, 2*opts.Duration), "a to read the lease over two lease durations")
 	if rec.leader() != "b" || rec.count("b") != 1 {
 		t.Fatalf("terms %+v, want b leading since it took over", rec.snapshot())
 	}
@@ -149,7 +150,7 @@ func TestCurrent_NamesTheHolderAndNobodyAfterRelease(t *testing.T) {
 	}
 	var rec terms
 	a := run(t, s, fast(), "a", rec.lead("a", false))
-	eventually(t, 10*time.Second, "a leads", func() bool { return rec.leader() == "a" })
+	testkit.Eventually(t, 10*time.Second, "a leads", func() bool { return rec.leader() == "a" })
 	if h := current(); h != a.identity {
 		t.Fatalf("Current while a leads = %q, want %q", h, a.identity)
 	}

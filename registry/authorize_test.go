@@ -14,6 +14,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store"
@@ -114,18 +115,13 @@ func newRegistryWith(t *testing.T, rules ...authz.Rule) (*registry.Registry, *st
 }
 
 func gadgetObj(name, from string) *api.Object {
-	o, err := api.FromResource(&gadget{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Gadget"},
-		ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"}, Spec: gadgetSpec{From: from}})
-	if err != nil {
-		panic(err)
-	}
-	return o
+	return testkit.Object("Gadget", "default", name, testkit.SpecOf(gadgetSpec{From: from}))
 }
 
 func TestRegistry_RefusesEveryVerbWithoutACaller(t *testing.T) {
 	r, s := newRegistryWith(t)
 	sys := sysCtx()
-	obj, err := r.Create(sys, secret("s", nil))
+	obj, err := r.Create(sys, testkit.Secret("default", "s", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,14 +135,14 @@ func TestRegistry_RefusesEveryVerbWithoutACaller(t *testing.T) {
 		"get":          func() error { _, err := r.Get(ctx, "Secret", "default", "s"); return err },
 		"list":         func() error { _, err := r.List(ctx, "Secret", "default", api.ListOptions{}); return err },
 		"watch":        func() error { _, err := r.Watch(ctx, "Secret", "default", api.ListOptions{}); return err },
-		"create":       func() error { _, err := r.Create(ctx, secret("new", nil)); return err },
+		"create":       func() error { _, err := r.Create(ctx, testkit.Secret("default", "new", nil)); return err },
 		"update":       func() error { _, err := r.Update(ctx, obj); return err },
 		"updateStatus": func() error { _, err := r.UpdateStatus(ctx, obj); return err },
 		"patch":        func() error { _, err := r.Patch(ctx, "Secret", "default", "s", []byte(`{}`), false); return err },
 		"delete":       func() error { _, _, err := r.Delete(ctx, "Secret", "default", "s", api.DeleteOptions{}); return err },
 		"txn": func() error {
 			tx := r.Txn()
-			tx.Create(secret("new", nil))
+			tx.Create(testkit.Secret("default", "new", nil))
 			_, err := tx.Commit(ctx)
 			return err
 		},
@@ -170,7 +166,7 @@ func TestRegistry_RefusesEveryVerbWithoutACaller(t *testing.T) {
 func TestRegistry_KindAndActionRulesGrantAScopedCaller(t *testing.T) {
 	r, s := newRegistryWith(t)
 	sys := sysCtx()
-	if _, err := r.Create(sys, secret("src", nil)); err != nil {
+	if _, err := r.Create(sys, testkit.Secret("default", "src", nil)); err != nil {
 		t.Fatal(err)
 	}
 	worker := identity.With(context.Background(), identity.User{Name: "event:default/g1", Scope: "default/g1"})
@@ -240,7 +236,7 @@ func TestRegistry_GlobalRulesAndFailClosedDefault(t *testing.T) {
 	}
 	// A global rule grants her everything, except forcing a deletion.
 	r, _ = newRegistryWith(t, authz.AllowUnscoped)
-	if _, err := r.Create(alice, secret("mine", nil)); err != nil {
+	if _, err := r.Create(alice, testkit.Secret("default", "mine", nil)); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := r.Delete(alice, "Secret", "default", "mine", api.DeleteOptions{Force: true}); !errors.Is(err, api.ErrForbidden) ||
@@ -270,7 +266,7 @@ func TestRegistry_StoreFailuresBecomeUnavailableAndTimeout(t *testing.T) {
 	if _, err := r.Get(expired, "Secret", "default", "x"); api.ReasonOf(err) != api.ReasonTimeout {
 		t.Errorf("get past its deadline: %v, want Timeout", err)
 	}
-	if _, err := r.Create(expired, secret("x", nil)); api.ReasonOf(err) != api.ReasonTimeout {
+	if _, err := r.Create(expired, testkit.Secret("default", "x", nil)); api.ReasonOf(err) != api.ReasonTimeout {
 		t.Errorf("create past its deadline: %v, want Timeout", err)
 	}
 	if err := s.Client().Close(); err != nil {
@@ -279,10 +275,10 @@ func TestRegistry_StoreFailuresBecomeUnavailableAndTimeout(t *testing.T) {
 	for name, call := range map[string]func() error{
 		"get":    func() error { _, err := r.Get(sysCtx(), "Secret", "default", "x"); return err },
 		"list":   func() error { _, err := r.List(sysCtx(), "Secret", "", api.ListOptions{}); return err },
-		"create": func() error { _, err := r.Create(sysCtx(), secret("x", nil)); return err },
+		"create": func() error { _, err := r.Create(sysCtx(), testkit.Secret("default", "x", nil)); return err },
 		"txn": func() error {
 			tx := r.Txn()
-			tx.Create(secret("y", nil))
+			tx.Create(testkit.Secret("default", "y", nil))
 			_, err := tx.Commit(sysCtx())
 			return err
 		},

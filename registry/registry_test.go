@@ -12,6 +12,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store"
 )
@@ -25,20 +26,10 @@ func newRegistry(t *testing.T) (*registry.Registry, *store.Store) {
 	return newCachedRegistry(t, 0, 200*time.Millisecond)
 }
 
-func secret(name string, data map[string]string) *api.Object {
-	raw, _ := json.Marshal(map[string]any{"apiVersion": api.APIVersion, "kind": "Secret",
-		"metadata": map[string]any{"name": name, "namespace": "default"}, "stringData": data})
-	o := &api.Object{}
-	if err := json.Unmarshal(raw, o); err != nil {
-		panic(err)
-	}
-	return o
-}
-
 func TestCreate_SetsServerFieldsAndRejectsDuplicates(t *testing.T) {
 	r, _ := newRegistry(t)
 	ctx := sysCtx()
-	in := secret("s1", map[string]string{"k": "v"})
+	in := testkit.Secret("default", "s1", nil, testkit.StringData(map[string]string{"k": "v"}))
 	in.UID = "caller-chosen"
 	in.Generation = 7
 	in.SetField("status", json.RawMessage(`{"x":1}`))
@@ -52,15 +43,14 @@ func TestCreate_SetsServerFieldsAndRejectsDuplicates(t *testing.T) {
 	if out.Field("status") != nil || out.Field("stringData") != nil {
 		t.Fatalf("status or stringData kept: %s %s", out.Field("status"), out.Field("stringData"))
 	}
-	if _, err := r.Create(ctx, secret("s1", nil)); !errors.Is(err, api.ErrAlreadyExists) {
+	if _, err := r.Create(ctx, testkit.Secret("default", "s1", nil)); !errors.Is(err, api.ErrAlreadyExists) {
 		t.Fatalf("duplicate create: %v", err)
 	}
 }
 
 func TestCreate_GenerateName(t *testing.T) {
 	r, _ := newRegistry(t)
-	in := secret("", nil)
-	in.GenerateName = "ev-"
+	in := testkit.Secret("default", "", nil, testkit.GenerateName("ev-"))
 	seen := map[string]bool{}
 	for i := 0; i < 20; i++ {
 		out, err := r.Create(sysCtx(), in)
@@ -77,7 +67,7 @@ func TestCreate_GenerateName(t *testing.T) {
 func TestUpdate_GenerationGrowsOnlyOnDesiredStateChange(t *testing.T) {
 	r, _ := newRegistry(t)
 	ctx := sysCtx()
-	out, err := r.Create(ctx, secret("g", map[string]string{"a": "1"}))
+	out, err := r.Create(ctx, testkit.Secret("default", "g", nil, testkit.StringData(map[string]string{"a": "1"})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +91,7 @@ func TestUpdate_GenerationGrowsOnlyOnDesiredStateChange(t *testing.T) {
 func TestUpdate_StaleResourceVersionConflicts(t *testing.T) {
 	r, _ := newRegistry(t)
 	ctx := sysCtx()
-	v1, _ := r.Create(ctx, secret("c", nil))
+	v1, _ := r.Create(ctx, testkit.Secret("default", "c", nil))
 	v2 := v1.DeepCopy()
 	v2.Labels = map[string]string{"w": "1"}
 	if _, err := r.Update(ctx, v2); err != nil {
@@ -116,7 +106,7 @@ func TestUpdate_StaleResourceVersionConflicts(t *testing.T) {
 func TestUpdate_ConcurrentWritersExactlyOneWinsEachRound(t *testing.T) {
 	r, _ := newRegistry(t)
 	ctx := sysCtx()
-	obj, _ := r.Create(ctx, secret("race", nil))
+	obj, _ := r.Create(ctx, testkit.Secret("default", "race", nil))
 	for round := 0; round < 10; round++ {
 		cur, err := r.Get(ctx, "Secret", "default", "race")
 		if err != nil {
@@ -151,9 +141,7 @@ func TestUpdate_ConcurrentWritersExactlyOneWinsEachRound(t *testing.T) {
 func TestStatus_SubresourceIsolation(t *testing.T) {
 	r, _ := newRegistry(t)
 	ctx := sysCtx()
-	ns := &api.Object{TypeMeta: api.TypeMeta{Kind: "Namespace"}}
-	ns.Name = "iso"
-	out, err := r.Create(ctx, ns)
+	out, err := r.Create(ctx, testkit.Object(api.KindNamespace, "", "iso"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +167,7 @@ func TestStatus_SubresourceIsolation(t *testing.T) {
 func TestDelete_MarksThenUpdateWithoutFinalizersRemoves(t *testing.T) {
 	r, _ := newRegistry(t)
 	ctx := sysCtx()
-	in := secret("d", nil)
+	in := testkit.Secret("default", "d", nil)
 	in.Finalizers = []string{"example.com/hold"}
 	if _, err := r.Create(ctx, in); err != nil {
 		t.Fatal(err)
@@ -204,7 +192,7 @@ func TestDelete_MarksThenUpdateWithoutFinalizersRemoves(t *testing.T) {
 func TestDelete_ForceRemovesAtOnceAndPreconditionsHold(t *testing.T) {
 	r, _ := newRegistry(t)
 	ctx := sysCtx()
-	obj, _ := r.Create(ctx, secret("f", nil))
+	obj, _ := r.Create(ctx, testkit.Secret("default", "f", nil))
 	if _, _, err := r.Delete(ctx, "Secret", "default", "f", api.DeleteOptions{Preconditions: api.Preconditions{UID: "other"}}); !errors.Is(err, api.ErrConflict) {
 		t.Fatalf("uid precondition: %v", err)
 	}
@@ -220,8 +208,8 @@ func TestDelete_ForceRemovesAtOnceAndPreconditionsHold(t *testing.T) {
 func TestCreate_OwnerChecks(t *testing.T) {
 	r, _ := newRegistry(t)
 	ctx := sysCtx()
-	owner, _ := r.Create(ctx, secret("owner", nil))
-	dep := secret("dep", nil)
+	owner, _ := r.Create(ctx, testkit.Secret("default", "owner", nil))
+	dep := testkit.Secret("default", "dep", nil)
 	dep.OwnerReferences = []api.OwnerReference{{Kind: "Secret", Name: "owner", UID: "wrong"}}
 	if _, err := r.Create(ctx, dep); !errors.Is(err, api.ErrInvalid) {
 		t.Fatalf("wrong uid: %v", err)
@@ -233,7 +221,7 @@ func TestCreate_OwnerChecks(t *testing.T) {
 	if _, _, err := r.Delete(ctx, "Secret", "default", "owner", api.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	late := secret("late", nil)
+	late := testkit.Secret("default", "late", nil)
 	late.OwnerReferences = []api.OwnerReference{{Kind: "Secret", Name: "owner", UID: owner.UID}}
 	if _, err := r.Create(ctx, late); !errors.Is(err, api.ErrForbidden) {
 		t.Fatalf("dependent of a deleting owner: %v", err)
@@ -243,7 +231,7 @@ func TestCreate_OwnerChecks(t *testing.T) {
 func TestSecret_EncryptedAtRest(t *testing.T) {
 	r, s := newRegistry(t)
 	ctx := sysCtx()
-	if _, err := r.Create(ctx, secret("enc", map[string]string{"password": "hunter2-plain"})); err != nil {
+	if _, err := r.Create(ctx, testkit.Secret("default", "enc", nil, testkit.StringData(map[string]string{"password": "hunter2-plain"}))); err != nil {
 		t.Fatal(err)
 	}
 	kv, err := s.Get(ctx, registry.KeyPrefix+"secrets/default/enc")
@@ -262,7 +250,7 @@ func TestSecret_EncryptedAtRest(t *testing.T) {
 		t.Fatalf("round trip: %v %v", sec.Data, err)
 	}
 	// A ciphertext moved to another Secret's key does not decrypt there.
-	if _, err := r.Create(ctx, secret("other", map[string]string{"x": "y"})); err != nil {
+	if _, err := r.Create(ctx, testkit.Secret("default", "other", nil, testkit.StringData(map[string]string{"x": "y"}))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Txn(ctx, nil, store.Put(registry.KeyPrefix+"secrets/default/other", kv.Value)); err != nil {
@@ -278,9 +266,9 @@ func TestList_LimitContinueAndSelector(t *testing.T) {
 	r, _ := newRegistry(t)
 	ctx := sysCtx()
 	for i := 0; i < 7; i++ {
-		o := secret("s"+string(rune('a'+i)), nil)
+		o := testkit.Secret("default", "s"+string(rune('a'+i)), nil)
 		if i%2 == 0 {
-			o.Labels = map[string]string{"even": "true"}
+			testkit.Labels("even", "true")(o)
 		}
 		if _, err := r.Create(ctx, o); err != nil {
 			t.Fatal(err)
@@ -317,8 +305,8 @@ func TestList_LimitContinueAndSelector(t *testing.T) {
 func TestWatch_ReplaysFromResourceVersionAndGoneAfterCompaction(t *testing.T) {
 	r, s := newRegistry(t)
 	ctx := sysCtx()
-	a, _ := r.Create(ctx, secret("wa", nil))
-	b, _ := r.Create(ctx, secret("wb", nil))
+	a, _ := r.Create(ctx, testkit.Secret("default", "wa", nil))
+	b, _ := r.Create(ctx, testkit.Secret("default", "wb", nil))
 	w, err := r.Watch(ctx, "Secret", "default", api.ListOptions{ResourceVersion: a.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
@@ -357,26 +345,21 @@ func TestWatch_ReplaysFromResourceVersionAndGoneAfterCompaction(t *testing.T) {
 func TestCreate_NamespaceMustExistAndNotBeTerminatingAndMayBeRecreated(t *testing.T) {
 	r, _ := newRegistry(t)
 	ctx := sysCtx()
-	in := func(ns, name string) *api.Object {
-		o := secret(name, nil)
-		o.Namespace = ns
-		return o
-	}
-	if _, err := r.Create(ctx, in("nowhere", "a")); !errors.Is(err, api.ErrNotFound) {
+	if _, err := r.Create(ctx, testkit.Secret("nowhere", "a", nil)); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("create in a missing namespace: %v", err)
 	}
 	for _, force := range []bool{false, true} {
 		if err := r.EnsureNamespace(ctx, "team"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.Create(ctx, in("team", "before")); err != nil {
+		if _, err := r.Create(ctx, testkit.Secret("team", "before", nil)); err != nil {
 			t.Fatal(err)
 		}
 		ns, _, err := r.Delete(ctx, "Namespace", "", "team", api.DeleteOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.Create(ctx, in("team", "during")); !errors.Is(err, api.ErrForbidden) {
+		if _, err := r.Create(ctx, testkit.Secret("team", "during", nil)); !errors.Is(err, api.ErrForbidden) {
 			t.Fatalf("create in a terminating namespace: %v", err)
 		}
 		// The namespace goes (as the collector would do it, or forced), and
@@ -400,7 +383,7 @@ func TestCreate_NamespaceMustExistAndNotBeTerminatingAndMayBeRecreated(t *testin
 		if err := r.EnsureNamespace(ctx, "team"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.Create(ctx, in("team", "after")); err != nil {
+		if _, err := r.Create(ctx, testkit.Secret("team", "after", nil)); err != nil {
 			t.Fatalf("create in the recreated namespace (force=%v): %v", force, err)
 		}
 		if _, _, err := r.Delete(ctx, "Secret", "team", "after", api.DeleteOptions{Force: true}); err != nil {

@@ -11,6 +11,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/auth"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store"
 )
@@ -23,18 +24,6 @@ func revisionOf(t *testing.T, s *store.Store) int64 {
 		t.Fatal(err)
 	}
 	return rev
-}
-
-// inNS returns obj moved to namespace ns.
-func inNS(ns string, obj *api.Object) *api.Object {
-	obj.Namespace = ns
-	return obj
-}
-
-func namespace(name string) *api.Object {
-	o := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindNamespace}}
-	o.Name = name
-	return o
 }
 
 // statusOf returns err as an *api.Status, failing the test otherwise.
@@ -50,17 +39,17 @@ func statusOf(t *testing.T, err error) *api.Status {
 func TestTxn_OneInvalidItemWritesNothing(t *testing.T) {
 	r, s := newRegistry(t)
 	ctx := sysCtx()
-	existing, err := r.Create(ctx, secret("existing", nil))
+	existing, err := r.Create(ctx, testkit.Secret("default", "existing", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := revisionOf(t, s)
-	bad := secret("Not_A_Name", nil)
+	bad := testkit.Secret("default", "Not_A_Name", nil)
 	update := existing.DeepCopy()
 	update.Labels = map[string]string{"touched": "yes"}
 
 	tx := r.Txn()
-	tx.Create(secret("a", nil))
+	tx.Create(testkit.Secret("default", "a", nil))
 	tx.Update(update)
 	tx.Create(bad)
 	tx.Also(nil, store.Put("/cairn/test/aux", []byte("x")))
@@ -90,14 +79,12 @@ func TestTxn_OwnerCreatedInTheSameTransactionWithAuxKey(t *testing.T) {
 	ctx := sysCtx()
 	token := "worker-token-for-e1"
 	tx := r.Txn()
-	owner := secret("", nil)
-	owner.GenerateName = "event-"
-	pending := tx.Create(owner)
+	pending := tx.Create(testkit.Secret("default", "", nil, testkit.GenerateName("event-")))
 	if pending.UID == "" || !strings.HasPrefix(pending.Name, "event-") {
 		t.Fatalf("pending object lacks uid or name: %+v", pending.ObjectMeta)
 	}
-	dep := secret(pending.Name+"-secret", map[string]string{"token": token})
-	dep.OwnerReferences = []api.OwnerReference{api.OwnerRefTo(pending, true)}
+	dep := testkit.Secret("default", pending.Name+"-secret", nil,
+		testkit.StringData(map[string]string{"token": token}), testkit.ControlledBy(pending))
 	tx.Create(dep)
 	tx.Also(nil, auth.TokenOp(token, identity.User{Name: "event:default/" + pending.Name, Scope: "default/" + pending.Name}))
 	res, err := tx.Commit(ctx)
@@ -122,8 +109,8 @@ func TestTxn_OwnerCreatedInTheSameTransactionWithAuxKey(t *testing.T) {
 	// An owner reference with another uid than the pending create's is
 	// refused, naming the dependent.
 	tx = r.Txn()
-	other := tx.Create(secret("owner2", nil))
-	wrong := secret("dep2", nil)
+	other := tx.Create(testkit.Secret("default", "owner2", nil))
+	wrong := testkit.Secret("default", "dep2", nil)
 	wrong.OwnerReferences = []api.OwnerReference{{Kind: "Secret", Name: other.Name, UID: "not-" + other.UID}}
 	tx.Create(wrong)
 	if _, err := tx.Commit(ctx); !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), `item 1 (create Secret "default/dep2")`) {
@@ -134,8 +121,8 @@ func TestTxn_OwnerCreatedInTheSameTransactionWithAuxKey(t *testing.T) {
 func TestTxn_ConflictOnOneItemNamesIt(t *testing.T) {
 	r, s := newRegistry(t)
 	ctx := sysCtx()
-	a, _ := r.Create(ctx, secret("a", nil))
-	b, _ := r.Create(ctx, secret("b", nil))
+	a, _ := r.Create(ctx, testkit.Secret("default", "a", nil))
+	b, _ := r.Create(ctx, testkit.Secret("default", "b", nil))
 	stale := b.DeepCopy()
 	b.Labels = map[string]string{"v": "2"}
 	if _, err := r.Update(ctx, b); err != nil {
@@ -182,8 +169,8 @@ func TestTxn_NamespaceTerminatingRefusesCreates(t *testing.T) {
 	}
 	before := revisionOf(t, s)
 	tx := r.Txn()
-	tx.Create(secret("ok", nil))
-	tx.Create(inNS("team", secret("late", nil)))
+	tx.Create(testkit.Secret("default", "ok", nil))
+	tx.Create(testkit.Secret("team", "late", nil))
 	_, err := tx.Commit(ctx)
 	if !errors.Is(err, api.ErrForbidden) || !strings.Contains(err.Error(), `item 1 (create Secret "team/late")`) ||
 		!strings.Contains(err.Error(), `namespace "team" is being deleted`) {
@@ -193,14 +180,14 @@ func TestTxn_NamespaceTerminatingRefusesCreates(t *testing.T) {
 		t.Fatal("something was written")
 	}
 	tx = r.Txn()
-	tx.Create(inNS("nowhere", secret("x", nil)))
+	tx.Create(testkit.Secret("nowhere", "x", nil))
 	if _, err := tx.Commit(ctx); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("create in a missing namespace: %v", err)
 	}
 	// A namespace created in the same transaction holds its creates.
 	tx = r.Txn()
-	tx.Create(namespace("fresh"))
-	tx.Create(inNS("fresh", secret("first", nil)))
+	tx.Create(testkit.Object(api.KindNamespace, "", "fresh"))
+	tx.Create(testkit.Secret("fresh", "first", nil))
 	if _, err := tx.Commit(ctx); err != nil {
 		t.Fatalf("namespace and its first object together: %v", err)
 	}
@@ -209,7 +196,7 @@ func TestTxn_NamespaceTerminatingRefusesCreates(t *testing.T) {
 func TestTxn_WatchersSeeEveryObjectsEvent(t *testing.T) {
 	r, _ := newRegistry(t)
 	ctx := sysCtx()
-	del, _ := r.Create(ctx, secret("gone", nil))
+	del, _ := r.Create(ctx, testkit.Secret("default", "gone", nil))
 	w, err := r.Watch(ctx, "Secret", "default", api.ListOptions{ResourceVersion: del.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +204,7 @@ func TestTxn_WatchersSeeEveryObjectsEvent(t *testing.T) {
 	defer w.Stop()
 	tx := r.Txn()
 	for i := range 3 {
-		tx.Create(secret(fmt.Sprintf("w%d", i), nil))
+		tx.Create(testkit.Secret("default", fmt.Sprintf("w%d", i), nil))
 	}
 	tx.Delete("Secret", "default", "gone", api.DeleteOptions{Force: true})
 	res, err := tx.Commit(ctx)
@@ -254,7 +241,7 @@ func TestTxn_BoundsAndDuplicates(t *testing.T) {
 	ctx := sysCtx()
 	tx := r.Txn()
 	for i := range registry.MaxTxnItems + 1 {
-		tx.Create(secret(fmt.Sprintf("s%d", i), nil))
+		tx.Create(testkit.Secret("default", fmt.Sprintf("s%d", i), nil))
 	}
 	if _, err := tx.Commit(ctx); !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "at most") {
 		t.Fatalf("too many items: %v", err)
@@ -264,13 +251,13 @@ func TestTxn_BoundsAndDuplicates(t *testing.T) {
 	tx = r.Txn()
 	for i := range 50 {
 		ns := fmt.Sprintf("ns%d", i)
-		tx.Create(inNS(ns, secret("s", nil)))
+		tx.Create(testkit.Secret(ns, "s", nil))
 	}
 	if _, err := tx.Commit(ctx); !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "etcd accepts at most 128") {
 		t.Fatalf("too many conditions: %v", err)
 	}
 	tx = r.Txn()
-	tx.Create(secret("twice", nil))
+	tx.Create(testkit.Secret("default", "twice", nil))
 	tx.Delete("Secret", "default", "twice", api.DeleteOptions{})
 	if _, err := tx.Commit(ctx); !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "item 1") {
 		t.Fatalf("one object written twice: %v", err)
@@ -280,14 +267,14 @@ func TestTxn_BoundsAndDuplicates(t *testing.T) {
 	}
 	tx = r.Txn()
 	tx.Also([]store.Cond{store.Present("/cairn/test/missing")}, store.Put("/cairn/test/x", nil))
-	tx.Create(secret("cond", nil))
+	tx.Create(testkit.Secret("default", "cond", nil))
 	if _, err := tx.Commit(ctx); !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "item 0 (extra writes)") {
 		t.Fatalf("failed extra condition: %v", err)
 	}
 	// Sixty creates in one namespace share its guards: within the bounds.
 	tx = r.Txn()
 	for i := range 60 {
-		tx.Create(secret(fmt.Sprintf("many%d", i), nil))
+		tx.Create(testkit.Secret("default", fmt.Sprintf("many%d", i), nil))
 	}
 	if res, err := tx.Commit(ctx); err != nil || len(res) != 60 {
 		t.Fatalf("sixty creates: %d results, %v", len(res), err)

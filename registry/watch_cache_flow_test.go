@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/registry"
 )
 
@@ -106,22 +107,16 @@ func TestWatchCache_StopCancelAndCloseReleaseGoroutines(t *testing.T) {
 	r, s := newCachedRegistry(t, 0, 50*time.Millisecond)
 	ctx := sysCtx()
 	mustWatch(t, r, "default", currentRV(t, s), "").Stop() // the cache now runs
-	waitGoroutines := func(max int) int {
+	waitGoroutines := func(max int) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= max {
-				return n
+		testkit.EventuallyNil(t, 10*time.Second, fmt.Sprintf("at most %d goroutines", max), func() error {
+			if n := runtime.NumGoroutine(); n > max {
+				return goroutineDump(n)
 			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				t.Fatalf("%d goroutines, want at most %d:\n%s", n, max, buf[:runtime.Stack(buf, true)])
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 	}
-	base := waitGoroutines(1 << 20)
+	base := runtime.NumGoroutine()
 	cctx, cancel := context.WithCancel(ctx)
 	var ws []api.Watcher
 	const watchers = 200
@@ -203,4 +198,13 @@ func TestWatchCache_EventsCarryTheirObjectsJSON(t *testing.T) {
 			}
 		}
 	}
+}
+
+// goroutineDump is an error saying that n goroutines run; its text, made
+// when it is printed, holds the stack of every goroutine.
+type goroutineDump int
+
+func (n goroutineDump) Error() string {
+	buf := make([]byte, 1<<20)
+	return fmt.Sprintf("%d goroutines:\n%s", int(n), buf[:runtime.Stack(buf, true)])
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store"
@@ -49,9 +50,7 @@ func newBoundedRegistry(t *testing.T, capacity int, maxBytes int64, bookmarks ti
 }
 
 func nsSecret(ns, name string, labels map[string]string) *api.Object {
-	o := secret(name, map[string]string{"k": "v"})
-	o.Namespace, o.Labels = ns, labels
-	return o
+	return testkit.Secret(ns, name, map[string]string{"k": "v"}, testkit.LabelMap(labels))
 }
 
 func rvOf(t testing.TB, rv string) int64 {
@@ -231,9 +230,7 @@ var bounds = []struct {
 
 // bigSecret is a Secret in ns with 2 KiB of data.
 func bigSecret(ns, name string) *api.Object {
-	o := secret(name, map[string]string{"k": strings.Repeat("x", 2<<10)})
-	o.Namespace = ns
-	return o
+	return testkit.Secret(ns, name, map[string]string{"k": strings.Repeat("x", 2<<10)})
 }
 
 func TestWatchCache_FirstWatchOfAKindReplaysFromItsVersionThroughTheCache(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -79,7 +80,7 @@ func TestDiscovery_ListsKindsWithSubresourcesAndActions(t *testing.T) {
 func TestRoutes_UnknownPathsAndWrongMethods(t *testing.T) {
 	s := startWithWidgets(t, newWidgetHooks())
 	c := newClient(t, s)
-	c.do("POST", nsPath("default", "widgets"), widgetBody("default", "w", 1)).expect(t, http.StatusCreated)
+	c.do("POST", nsPath("default", "widgets"), testkit.Widget("default", "w", testkit.Spec(`{"size":1}`))).expect(t, http.StatusCreated)
 	cases := []struct {
 		method, path string
 		code         int
@@ -114,7 +115,7 @@ func TestActions_RoutedFromTheKindWithTheCaller(t *testing.T) {
 	h := newWidgetHooks()
 	s := startWithWidgets(t, h)
 	c := newClient(t, s)
-	c.do("POST", nsPath("default", "widgets"), widgetBody("default", "w", 1)).expect(t, http.StatusCreated)
+	c.do("POST", nsPath("default", "widgets"), testkit.Widget("default", "w", testkit.Spec(`{"size":1}`))).expect(t, http.StatusCreated)
 
 	var got map[string]string
 	r := c.do("POST", nsPath("default", "widgets", "w", "poke")+"?x=1", "hello").expect(t, http.StatusOK)

@@ -9,6 +9,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -30,7 +31,7 @@ func TestScopedToken_RefusedEverywhereButWhatRulesGrant(t *testing.T) {
 	s := startWithWidgets(t, newWidgetHooks(), servertest.WithAuthorize(ownWidget))
 	admin := newClient(t, s)
 	for _, name := range []string{"w1", "w2"} {
-		admin.do("POST", nsPath("default", "widgets"), widgetBody("default", name, 1)).expect(t, http.StatusCreated)
+		admin.do("POST", nsPath("default", "widgets"), testkit.Widget("default", name, testkit.Spec(`{"size":1}`))).expect(t, http.StatusCreated)
 	}
 	worker := admin.as(s.NewToken(t, identity.User{Name: "event:default/w1", Scope: "default/w1"}))
 
@@ -54,12 +55,12 @@ func TestScopedToken_RefusedEverywhereButWhatRulesGrant(t *testing.T) {
 		var body any
 		switch req.method {
 		case "PUT":
-			body = widgetBody("default", "w1", 2)
+			body = testkit.Widget("default", "w1", testkit.Spec(`{"size":2}`))
 		case "PATCH":
 			body = `{"spec":{"size":3}}`
 		case "POST":
 			if strings.HasSuffix(req.path, "secrets") {
-				body = secret("default", "stolen", nil)
+				body = testkit.Secret("default", "stolen", nil)
 			}
 		}
 		var headers []string

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/internal/testkit"
 )
 
 // TestBadInput_ClearFourXXNamingTheFieldAndNoWrite sends malformed or
@@ -21,14 +22,14 @@ func TestBadInput_ClearFourXXNamingTheFieldAndNoWrite(t *testing.T) {
 
 	secrets := nsPath("default", "secrets")
 	widgets := nsPath("default", "widgets")
-	existing := c.do("POST", secrets, secret("default", "existing", map[string]string{"k": "v"})).expect(t, http.StatusCreated).object(t)
+	existing := c.do("POST", secrets, testkit.Secret("default", "existing", map[string]string{"k": "v"})).expect(t, http.StatusCreated).object(t)
 	c.do("PATCH", secrets+"/existing", `{"metadata":{"labels":{"v":"2"}}}`, "Content-Type", "application/merge-patch+json").
 		expect(t, http.StatusOK) // existing's first version is now stale
-	c.do("POST", secrets, secret("default", "dying", nil)).expect(t, http.StatusCreated)
+	c.do("POST", secrets, testkit.Secret("default", "dying", nil)).expect(t, http.StatusCreated)
 	c.do("DELETE", secrets+"/dying", nil).expect(t, http.StatusAccepted)
-	owner := c.do("POST", widgets, widgetBody("default", "owner", 1)).expect(t, http.StatusCreated).object(t)
+	owner := c.do("POST", widgets, testkit.Widget("default", "owner", testkit.Spec(`{"size":1}`))).expect(t, http.StatusCreated).object(t)
 	c.do("POST", path("namespaces"), `{"apiVersion":"cairn.dev/v1alpha1","kind":"Namespace","metadata":{"name":"other"}}`).expect(t, http.StatusCreated)
-	foreign := c.do("POST", nsPath("other", "widgets"), widgetBody("other", "foreign", 1)).expect(t, http.StatusCreated).object(t)
+	foreign := c.do("POST", nsPath("other", "widgets"), testkit.Widget("other", "foreign", testkit.Spec(`{"size":1}`))).expect(t, http.StatusCreated).object(t)
 
 	// sec builds a Secret body with extra raw JSON fields.
 	sec := func(meta, extra string) string {

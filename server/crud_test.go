@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -17,11 +18,11 @@ func TestCRUD_SecretOverHTTPWithCodes(t *testing.T) {
 	c := newClient(t, s)
 	coll := nsPath("default", "secrets")
 
-	created := c.do("POST", coll, secret("default", "db", map[string]string{"password": "hunter2"})).expect(t, http.StatusCreated).object(t)
+	created := c.do("POST", coll, testkit.Secret("default", "db", map[string]string{"password": "hunter2"})).expect(t, http.StatusCreated).object(t)
 	if created.UID == "" || created.ResourceVersion == "" || created.Generation != 1 || created.CreationTimestamp.IsZero() {
 		t.Fatalf("server-set fields missing: %+v", created.ObjectMeta)
 	}
-	if st := c.do("POST", coll, secret("default", "db", nil)).expect(t, http.StatusConflict).status(t); st.Reason != api.ReasonAlreadyExists {
+	if st := c.do("POST", coll, testkit.Secret("default", "db", nil)).expect(t, http.StatusConflict).status(t); st.Reason != api.ReasonAlreadyExists {
 		t.Fatalf("duplicate create: reason %s", st.Reason)
 	}
 
@@ -69,7 +70,7 @@ func TestCRUD_SecretOverHTTPWithCodes(t *testing.T) {
 func TestCRUD_NamespacesAreClusterScoped(t *testing.T) {
 	s := servertest.Start(t)
 	c := newClient(t, s)
-	ns := map[string]any{"apiVersion": api.APIVersion, "kind": "Namespace", "metadata": map[string]any{"name": "team-a"}}
+	ns := testkit.Object(api.KindNamespace, "", "team-a")
 	c.do("POST", path("namespaces"), ns).expect(t, http.StatusCreated)
 	got := c.do("GET", path("namespaces", "team-a"), nil).expect(t, http.StatusOK).object(t)
 	if got.Namespace != "" || got.Name != "team-a" {
@@ -83,8 +84,8 @@ func TestCRUD_NamespacesAreClusterScoped(t *testing.T) {
 		t.Fatalf("namespaces: %v", names)
 	}
 	// A secret in the new namespace is listed across namespaces.
-	c.do("POST", nsPath("team-a", "secrets"), secret("", "s", nil)).expect(t, http.StatusCreated)
-	c.do("POST", nsPath("default", "secrets"), secret("", "s", nil)).expect(t, http.StatusCreated)
+	c.do("POST", nsPath("team-a", "secrets"), testkit.Secret("", "s", nil)).expect(t, http.StatusCreated)
+	c.do("POST", nsPath("default", "secrets"), testkit.Secret("", "s", nil)).expect(t, http.StatusCreated)
 	all := c.do("GET", path("secrets"), nil).expect(t, http.StatusOK).list(t)
 	if len(all.Items) != 2 {
 		t.Fatalf("all-namespaces list has %d items", len(all.Items))
@@ -98,7 +99,7 @@ func TestUpdate_StaleResourceVersionConflicts(t *testing.T) {
 	s := servertest.Start(t)
 	c := newClient(t, s)
 	p := nsPath("default", "secrets", "s")
-	first := c.do("POST", nsPath("default", "secrets"), secret("default", "s", nil)).expect(t, http.StatusCreated).object(t)
+	first := c.do("POST", nsPath("default", "secrets"), testkit.Secret("default", "s", nil)).expect(t, http.StatusCreated).object(t)
 	first.Labels = map[string]string{"round": "1"}
 	c.do("PUT", p, first).expect(t, http.StatusOK)
 
@@ -117,7 +118,7 @@ func TestStatus_SubresourceIsolation(t *testing.T) {
 	s := startWithWidgets(t, newWidgetHooks())
 	c := newClient(t, s)
 	p := nsPath("default", "widgets", "w")
-	c.do("POST", nsPath("default", "widgets"), widgetBody("default", "w", 1)).expect(t, http.StatusCreated)
+	c.do("POST", nsPath("default", "widgets"), testkit.Widget("default", "w", testkit.Spec(`{"size":1}`))).expect(t, http.StatusCreated)
 
 	// PUT on the status subresource writes status only.
 	w := c.do("GET", p, nil).object(t)
@@ -156,8 +157,7 @@ func TestList_LabelSelectorLimitAndContinue(t *testing.T) {
 	s := servertest.Start(t)
 	c := newClient(t, s)
 	for i := range 5 {
-		b := secret("default", "s"+strconv.Itoa(i), nil)
-		b["metadata"].(map[string]any)["labels"] = map[string]string{"tier": []string{"web", "db"}[i%2]}
+		b := testkit.Secret("default", "s"+strconv.Itoa(i), nil, testkit.Labels("tier", []string{"web", "db"}[i%2]))
 		c.do("POST", nsPath("default", "secrets"), b).expect(t, http.StatusCreated)
 	}
 	q := url.Values{"labelSelector": {"tier in (web)"}}
@@ -191,7 +191,7 @@ func TestDelete_ForceIsForAdminsOnly(t *testing.T) {
 	admin := newClient(t, s)
 	user := admin.as(s.NewToken(t, identityUser("alice")))
 	p := nsPath("default", "secrets", "s")
-	admin.do("POST", nsPath("default", "secrets"), secret("default", "s", nil)).expect(t, http.StatusCreated)
+	admin.do("POST", nsPath("default", "secrets"), testkit.Secret("default", "s", nil)).expect(t, http.StatusCreated)
 
 	if st := user.do("DELETE", p+"?force=true", nil).expect(t, http.StatusForbidden).status(t); st.Reason != api.ReasonForbidden {
 		t.Fatalf("non-admin force: reason %s", st.Reason)
@@ -209,7 +209,7 @@ func TestDelete_PreconditionsFromQueryOrBody(t *testing.T) {
 	s := servertest.Start(t)
 	c := newClient(t, s)
 	p := nsPath("default", "secrets", "s")
-	obj := c.do("POST", nsPath("default", "secrets"), secret("default", "s", nil)).expect(t, http.StatusCreated).object(t)
+	obj := c.do("POST", nsPath("default", "secrets"), testkit.Secret("default", "s", nil)).expect(t, http.StatusCreated).object(t)
 
 	c.do("DELETE", p+"?uid=other", nil).expect(t, http.StatusConflict)
 	c.do("DELETE", p, `{"preconditions":{"resourceVersion":"1"}}`).expect(t, http.StatusConflict)
@@ -226,7 +226,7 @@ func TestDelete_PreconditionsFromQueryOrBody(t *testing.T) {
 func TestServertest_TwoServersShareOneStore(t *testing.T) {
 	s1 := servertest.Start(t)
 	s2 := servertest.Start(t, servertest.SharedWith(s1))
-	newClient(t, s1).do("POST", nsPath("default", "secrets"), secret("default", "shared", map[string]string{"k": "v"})).expect(t, http.StatusCreated)
+	newClient(t, s1).do("POST", nsPath("default", "secrets"), testkit.Secret("default", "shared", map[string]string{"k": "v"})).expect(t, http.StatusCreated)
 	if err := s1.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"cairn.dev/cairn/internal/testkit"
 )
 
 // FuzzDecodeAndValidate feeds arbitrary bodies through the server's decode
@@ -16,8 +18,8 @@ import (
 func FuzzDecodeAndValidate(f *testing.F) {
 	s := startWithWidgets(f, newWidgetHooks())
 	c := newClient(f, s)
-	c.do("POST", nsPath("default", "secrets"), secret("default", "existing", map[string]string{"k": "v"})).expect(f, http.StatusCreated)
-	c.do("POST", nsPath("default", "widgets"), widgetBody("default", "w", 1)).expect(f, http.StatusCreated)
+	c.do("POST", nsPath("default", "secrets"), testkit.Secret("default", "existing", map[string]string{"k": "v"})).expect(f, http.StatusCreated)
+	c.do("POST", nsPath("default", "widgets"), testkit.Widget("default", "w", testkit.Spec(`{"size":1}`))).expect(f, http.StatusCreated)
 
 	seeds := []struct {
 		body string

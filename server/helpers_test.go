@@ -125,15 +125,6 @@ func (r reply) status(t testing.TB) *api.Status {
 	return st
 }
 
-// secret is the JSON body of a Secret.
-func secret(ns, name string, stringData map[string]string) map[string]any {
-	return map[string]any{
-		"apiVersion": api.APIVersion, "kind": "Secret",
-		"metadata":   map[string]any{"name": name, "namespace": ns},
-		"stringData": stringData,
-	}
-}
-
 // widget is a test kind with spec, status and actions.
 type widget struct {
 	api.TypeMeta   `json:",inline"`
@@ -226,14 +217,6 @@ func widgetKind(h *widgetHooks) registry.Kind {
 // startWithWidgets starts a server that also serves the Widget kind.
 func startWithWidgets(t testing.TB, h *widgetHooks, opts ...servertest.Option) *servertest.Server {
 	return servertest.Start(t, append([]servertest.Option{servertest.WithKinds(append(kinds.All(kinds.Deps{}), widgetKind(h))...)}, opts...)...)
-}
-
-func widgetBody(ns, name string, size int) map[string]any {
-	return map[string]any{
-		"apiVersion": api.APIVersion, "kind": "Widget",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec":     map[string]any{"size": size},
-	}
 }
 
 // revision is the store's current revision.

@@ -5,13 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"
 )
 
 func TestMetrics_RequestsLatenciesAndOpenWatches(t *testing.T) {
 	s := servertest.Start(t)
 	c := newClient(t, s)
-	c.do("POST", nsPath("default", "secrets"), secret("default", "a", nil)).expect(t, http.StatusCreated)
+	c.do("POST", nsPath("default", "secrets"), testkit.Secret("default", "a", nil)).expect(t, http.StatusCreated)
 	c.do("GET", nsPath("default", "secrets", "missing"), nil).expect(t, http.StatusNotFound)
 	w := openWatch(t, s, nsPath("default", "secrets")+"?watch=true")
 	w.expectChanges(t, "ADDED a")

@@ -6,6 +6,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/testkit"
 )
 
 // TestScopedToken_ReachesNothingItsScopeDoesNotGrant: a scoped, non-admin
@@ -14,7 +15,7 @@ import (
 func TestScopedToken_ReachesNothingItsScopeDoesNotGrant(t *testing.T) {
 	s := startWithWidgets(t, newWidgetHooks())
 	c := newClient(t, s)
-	c.do("POST", nsPath("default", "secrets"), secret("default", "db", map[string]string{"k": "v"})).expect(t, http.StatusCreated)
+	c.do("POST", nsPath("default", "secrets"), testkit.Secret("default", "db", map[string]string{"k": "v"})).expect(t, http.StatusCreated)
 	worker := c.as(s.NewToken(t, identity.User{Name: "event:default/e1", Scope: "default/e1"}))
 	for _, req := range []struct{ method, path string }{
 		{"GET", nsPath("default", "secrets", "db")},

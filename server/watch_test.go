@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -103,18 +104,18 @@ func TestWatch_StreamsChangesAndResumesFromResourceVersion(t *testing.T) {
 	s := servertest.Start(t)
 	c := newClient(t, s)
 	coll := nsPath("default", "secrets")
-	c.do("POST", coll, secret("default", "a", nil)).expect(t, http.StatusCreated)
+	c.do("POST", coll, testkit.Secret("default", "a", nil)).expect(t, http.StatusCreated)
 
 	w := openWatch(t, s, coll+"?watch=true")
 	w.expectChanges(t, "ADDED a")
-	c.do("POST", coll, secret("default", "b", nil)).expect(t, http.StatusCreated)
+	c.do("POST", coll, testkit.Secret("default", "b", nil)).expect(t, http.StatusCreated)
 	c.do("PATCH", coll+"/a", `{"metadata":{"labels":{"x":"1"}}}`, "Content-Type", "application/merge-patch+json").expect(t, http.StatusOK)
 	seen := w.expectChanges(t, "ADDED b", "MODIFIED a")
 	last := seen[len(seen)-1].Object.ResourceVersion
 
 	// Changes made while nobody watches are replayed from the last version
 	// seen, each once, in order.
-	c.do("POST", coll, secret("default", "c", nil)).expect(t, http.StatusCreated)
+	c.do("POST", coll, testkit.Secret("default", "c", nil)).expect(t, http.StatusCreated)
 	c.do("DELETE", coll+"/b?force=true", nil).expect(t, http.StatusOK)
 	w2 := openWatch(t, s, coll+"?watch=true&resourceVersion="+last)
 	got := w2.expectChanges(t, "ADDED c", "DELETED b")
@@ -142,7 +143,7 @@ func TestWatch_ResumeAfterACutConnectionLosesAndRepeatsNothing(t *testing.T) {
 	c := newClient(t, s)
 	coll := nsPath("default", "secrets")
 	w := openWatch(t, s, coll+"?watch=true")
-	c.do("POST", coll, secret("default", "a", nil)).expect(t, http.StatusCreated)
+	c.do("POST", coll, testkit.Secret("default", "a", nil)).expect(t, http.StatusCreated)
 	last := w.expectChanges(t, "ADDED a")[0].Object.ResourceVersion
 
 	s.CloseWatches()
@@ -161,11 +162,11 @@ func TestWatch_ResumeAfterACutConnectionLosesAndRepeatsNothing(t *testing.T) {
 		t.Fatalf("%d watches still open after the cut", n)
 	}
 	for _, name := range []string{"b", "c"} {
-		c.do("POST", coll, secret("default", name, nil)).expect(t, http.StatusCreated)
+		c.do("POST", coll, testkit.Secret("default", name, nil)).expect(t, http.StatusCreated)
 	}
 	w = openWatch(t, s, coll+"?watch=true&resourceVersion="+last)
 	w.expectChanges(t, "ADDED b", "ADDED c")
-	c.do("POST", coll, secret("default", "d", nil)).expect(t, http.StatusCreated)
+	c.do("POST", coll, testkit.Secret("default", "d", nil)).expect(t, http.StatusCreated)
 	w.expectChanges(t, "ADDED d") // not a repeat of b or c
 }
 
@@ -173,8 +174,8 @@ func TestWatch_CompactedResourceVersionIsGoneBeforeStreaming(t *testing.T) {
 	s := servertest.Start(t)
 	c := newClient(t, s)
 	coll := nsPath("default", "secrets")
-	old := c.do("POST", coll, secret("default", "a", nil)).expect(t, http.StatusCreated).object(t).ResourceVersion
-	c.do("POST", coll, secret("default", "b", nil)).expect(t, http.StatusCreated)
+	old := c.do("POST", coll, testkit.Secret("default", "a", nil)).expect(t, http.StatusCreated).object(t).ResourceVersion
+	c.do("POST", coll, testkit.Secret("default", "b", nil)).expect(t, http.StatusCreated)
 	if err := s.Store.Compact(context.Background(), revision(t, s)); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestWatch_CompactedResourceVersionIsGoneBeforeStreaming(t *testing.T) {
 	}
 	// An expired continue token is Gone too.
 	first := c.do("GET", coll+"?limit=1", nil).expect(t, http.StatusOK).list(t)
-	c.do("POST", coll, secret("default", "c", nil)).expect(t, http.StatusCreated)
+	c.do("POST", coll, testkit.Secret("default", "c", nil)).expect(t, http.StatusCreated)
 	if err := s.Store.Compact(context.Background(), revision(t, s)); err != nil {
 		t.Fatal(err)
 	}
@@ -196,9 +197,8 @@ func TestWatch_LabelSelectorFiltersAndBookmarksArrive(t *testing.T) {
 	c := newClient(t, s)
 	coll := nsPath("default", "secrets")
 	w := openWatch(t, s, coll+"?watch=true&labelSelector=app%3Dweb")
-	plain := secret("default", "plain", nil)
-	web := secret("default", "web", nil)
-	web["metadata"].(map[string]any)["labels"] = map[string]string{"app": "web"}
+	plain := testkit.Secret("default", "plain", nil)
+	web := testkit.Secret("default", "web", nil, testkit.Labels("app", "web"))
 	c.do("POST", coll, plain).expect(t, http.StatusCreated)
 	rv := c.do("POST", coll, web).expect(t, http.StatusCreated).object(t).ResourceVersion
 	w.expectChanges(t, "ADDED web")

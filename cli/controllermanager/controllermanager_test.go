@@ -2,7 +2,6 @@ package controllermanager_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -138,8 +137,7 @@ func createMany(t *testing.T, c client.Interface, ns string, n int) {
 	for w := range 16 {
 		wg.Go(func() {
 			for i := w; i < n; i += 16 {
-				o := testkit.Object(api.KindSecret, ns, fmt.Sprintf("s-%05d", i))
-				o.SetField("stringData", json.RawMessage(`{"k":"v"}`))
+				o := testkit.Secret(ns, fmt.Sprintf("s-%05d", i), nil, testkit.StringData(map[string]string{"k": "v"}))
 				if _, err := c.Create(context.Background(), o); err != nil {
 					errs <- err
 					return

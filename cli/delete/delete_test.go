@@ -12,6 +12,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -29,24 +30,15 @@ func apply(t *testing.T, srv *servertest.Server, manifest string) {
 func finish(t *testing.T, srv *servertest.Server, kind, ns, name string) {
 	t.Helper()
 	ctx := identity.With(context.Background(), identity.System()) // for the registry
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Eventually(t, 10*time.Second, name+" marked for deletion", func() bool {
 		o, err := srv.Registry.Get(ctx, kind, ns, name)
 		if err != nil {
-			t.Errorf("finish: %v", err)
-			return
+			t.Fatalf("finish: %v", err)
 		}
-		if o.Deleting() {
-			if _, err := srv.Registry.Patch(ctx, kind, ns, name, []byte(`{"metadata":{"finalizers":null}}`), false); err != nil {
-				t.Errorf("finish: %v", err)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("finish: %s was never marked for deletion", name)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+		return o.Deleting()
+	})
+	if _, err := srv.Registry.Patch(ctx, kind, ns, name, []byte(`{"metadata":{"finalizers":null}}`), false); err != nil {
+		t.Fatalf("finish: %v", err)
 	}
 }
 
@@ -59,10 +51,12 @@ func TestDelete_MarksThenWaitBlocksUntilGone(t *testing.T) {
 		t.Fatalf("delete: %q %v %q", r.Out, r.Error, r.Err)
 	}
 
-	done := make(chan struct{})
-	go func() { defer close(done); finish(t, srv, "Secret", "default", "b") }()
-	r = clitest.Run(t, srv.URL, srv.Token, "delete", "secrets", "b", "--wait", "--timeout", "20s")
-	<-done
+	waited := make(chan clitest.Result, 1)
+	go func() {
+		waited <- clitest.Run(t, srv.URL, srv.Token, "delete", "secrets", "b", "--wait", "--timeout", "20s")
+	}()
+	finish(t, srv, "Secret", "default", "b")
+	r = <-waited
 	if r.Error != nil || r.Out != "secret/b marked for deletion\nsecret/b deleted\n" {
 		t.Fatalf("delete --wait: %q %v %q", r.Out, r.Error, r.Err)
 	}

@@ -3,6 +3,7 @@ package get_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -199,11 +201,10 @@ func TestGet_WatchPrintsAChange(t *testing.T) {
 // waitFor polls out until it contains s, failing the test after 10s.
 func waitFor(t *testing.T, out *clitest.Buffer, s string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("output never contained %q:\n%s", s, out.String())
+	testkit.EventuallyNil(t, 10*time.Second, fmt.Sprintf("output containing %q", s), func() error {
+		if got := out.String(); !strings.Contains(got, s) {
+			return fmt.Errorf("output so far:\n%s", got)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -2,9 +2,7 @@ package serve_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +17,9 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/registry"
@@ -34,61 +34,14 @@ const (
 	failoverBound = 15 * time.Second
 )
 
-// serverProc is a `cairn server` process started by startClusterServer.
+// failoverData is the data of every secret the failover test writes.
+func failoverData() map[string]string { return map[string]string{"password": "failover-s3cr3t"} }
+
+// serverProc is a `cairn server` process started by startClusterServer,
+// with the admin token it wrote.
 type serverProc struct {
-	cmd   *exec.Cmd
-	url   string
+	*clitest.Proc
 	token string
-	log   *procLog
-	done  chan struct{} // closed when the process has exited and its output is read
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (p *serverProc) kill(t *testing.T) {
-	t.Helper()
-	_ = p.cmd.Process.Kill()
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("server %s still running 30s after SIGKILL", p.url)
-	}
-}
-
-// procLog collects a process's stderr and reports the URL of its ready
-// line. It is safe for concurrent use.
-type procLog struct {
-	mu      sync.Mutex
-	all     bytes.Buffer
-	partial []byte
-	ready   chan string
-}
-
-func (l *procLog) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.all.Write(b)
-	l.partial = append(l.partial, b...)
-	for {
-		i := bytes.IndexByte(l.partial, '\n')
-		if i < 0 {
-			break
-		}
-		line := string(l.partial[:i])
-		l.partial = l.partial[i+1:]
-		if m := readyLine.FindStringSubmatch(line); m != nil {
-			select {
-			case l.ready <- m[1]:
-			default:
-			}
-		}
-	}
-	return len(b), nil
-}
-
-func (l *procLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.all.String()
 }
 
 // startClusterServer runs `cairn server` as a real process on the external
@@ -101,29 +54,7 @@ func startClusterServer(t *testing.T, bin, endpoint, keyFile string) *serverProc
 		"--etcd-endpoints", endpoint, "--encryption-key-file", keyFile,
 		"--leader-ttl", failoverTTL.String())
 	cmd.Env = append(os.Environ(), "HOME="+home)
-	p := &serverProc{cmd: cmd, log: &procLog{ready: make(chan string, 1)}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.log, p.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("log of the server started as %s:\n%s", p.url, p.log.String())
-		}
-	})
-	select {
-	case p.url = <-p.log.ready:
-	case <-p.done:
-		t.Fatalf("server exited before it was ready:\n%s", p.log.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("server not ready after 60s:\n%s", p.log.String())
-	}
+	p := &serverProc{Proc: clitest.Start(t, cmd)}
 	b, err := os.ReadFile(filepath.Join(data, "admin.token"))
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +65,7 @@ func startClusterServer(t *testing.T, bin, endpoint, keyFile string) *serverProc
 
 func (p *serverProc) client(t *testing.T) client.Interface {
 	t.Helper()
-	c, err := client.NewHTTP(client.Config{Server: p.url, Token: p.token})
+	c, err := client.NewHTTP(client.Config{Server: p.URL, Token: p.token})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +75,7 @@ func (p *serverProc) client(t *testing.T) client.Interface {
 // metrics reads the server's /metrics and returns the sum of the samples
 // of each metric family (all label sets of a counter added up).
 func (p *serverProc) metrics(ctx context.Context) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/metrics", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -180,29 +111,6 @@ func (p *serverProc) metrics(ctx context.Context) (map[string]float64, error) {
 	return sums, sc.Err()
 }
 
-func failoverSecret(name string, owner *api.Object) *api.Object {
-	o := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Secret"}}
-	o.Name, o.Namespace = name, "default"
-	o.SetField("stringData", json.RawMessage(`{"password":"failover-s3cr3t"}`))
-	if owner != nil {
-		o.OwnerReferences = []api.OwnerReference{api.OwnerRefTo(owner, false)}
-	}
-	return o
-}
-
-// waitFor polls cond every 50ms until it holds or d has passed.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 // TestServer_LeaderKilled_FailoverToOtherServerFinishesCascade runs two
 // `cairn server` processes on one external etcd, deletes an owner with many
 // dependents and SIGKILLs the elected leader, so it neither resigns nor
@@ -213,7 +121,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.
 // from the lease TTL and finish the cascade, and its /metrics must show it
 // leading and its collector acting.
 func TestServer_LeaderKilled_FailoverToOtherServerFinishesCascade(t *testing.T) {
-	bin := buildCairn(t)
+	bin := clitest.BuildCairn(t)
 	for _, tc := range []struct {
 		name string
 		// dependents of the deleted owner: enough that the leader cannot
@@ -244,11 +152,12 @@ func testFailover(t *testing.T, bin string, dependents int, killAfterFirstDeleti
 	defer cancel()
 
 	var lead, survivor *serverProc
-	waitFor(t, failoverBound, "a leader", func() bool {
-		switch id, _ := lease.Current(ctx, a.client(t), manager.LeaseName); id {
-		case a.url:
+	ac := a.client(t)
+	testkit.Eventually(t, failoverBound, "a leader", func() bool {
+		switch id, _ := lease.Current(ctx, ac, manager.LeaseName); id {
+		case a.URL:
 			lead, survivor = a, b
-		case b.url:
+		case b.URL:
 			lead, survivor = b, a
 		}
 		return lead != nil
@@ -257,7 +166,7 @@ func testFailover(t *testing.T, bin string, dependents int, killAfterFirstDeleti
 
 	// The owner through the leader, its dependents through the survivor:
 	// both processes serve the API on the shared etcd.
-	owner, err := lc.Create(ctx, failoverSecret("owner", nil))
+	owner, err := lc.Create(ctx, testkit.Secret("default", "owner", failoverData()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +176,7 @@ func testFailover(t *testing.T, bin string, dependents int, killAfterFirstDeleti
 	for range 8 {
 		wg.Go(func() {
 			for n := range names {
-				if _, err := sc.Create(ctx, failoverSecret(n, owner)); err != nil {
+				if _, err := sc.Create(ctx, testkit.Secret("default", n, failoverData(), testkit.OwnedBy(owner))); err != nil {
 					errs <- fmt.Errorf("create %s: %w", n, err)
 				}
 			}
@@ -299,7 +208,7 @@ func testFailover(t *testing.T, bin string, dependents int, killAfterFirstDeleti
 	if killAfterFirstDeletion {
 		waitFirstDeletion(t, w)
 	}
-	lead.kill(t)
+	lead.Kill(t)
 	killed := time.Now()
 
 	l, err = sc.List(ctx, "Secret", "default", api.ListOptions{})
@@ -313,15 +222,15 @@ func testFailover(t *testing.T, bin string, dependents int, killAfterFirstDeleti
 	if remaining <= 0 {
 		t.Fatalf("the cascade of %d dependents finished before the leader was killed: the test did not exercise failover (raise the dependents)", dependents)
 	}
-	t.Logf("leader %s killed with %d of %d dependents remaining", lead.url, remaining, dependents)
+	t.Logf("leader %s killed with %d of %d dependents remaining", lead.URL, remaining, dependents)
 
-	waitFor(t, failoverBound, "the survivor to become leader", func() bool {
+	testkit.Eventually(t, failoverBound, "the survivor to become leader", func() bool {
 		id, _ := lease.Current(ctx, sc, manager.LeaseName)
-		return id == survivor.url
+		return id == survivor.URL
 	})
-	t.Logf("survivor %s leader %v after the kill (lease TTL %v)", survivor.url, time.Since(killed).Round(time.Millisecond), failoverTTL)
+	t.Logf("survivor %s leader %v after the kill (lease TTL %v)", survivor.URL, time.Since(killed).Round(time.Millisecond), failoverTTL)
 
-	waitFor(t, 60*time.Second, "the cascade to finish through the survivor", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the cascade to finish through the survivor", func() bool {
 		l, err := sc.List(ctx, "Secret", "default", api.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})

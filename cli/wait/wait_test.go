@@ -2,12 +2,14 @@ package wait_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -51,13 +53,12 @@ func TestWait_ForPhaseSetByStatusUpdate(t *testing.T) {
 // watching blocks until the server has exactly one open watch.
 func watching(t *testing.T, srv *servertest.Server) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.API.OpenWatches() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("open watches: %d, want 1", srv.API.OpenWatches())
+	testkit.EventuallyNil(t, 10*time.Second, "one open watch", func() error {
+		if n := srv.API.OpenWatches(); n != 1 {
+			return fmt.Errorf("open watches: %d, want 1", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestWait_ForJSONPathOfAnObjectCreatedLater(t *testing.T) {

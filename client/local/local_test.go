@@ -8,13 +8,13 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/server/servertest"
@@ -81,47 +81,27 @@ func start(t *testing.T) (*servertest.Server, map[string]client.Interface) {
 	return srv, map[string]client.Interface{"http": hc, "local": local.New(srv.Registry, identity.System())}
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func secret(ns, name string, labels map[string]string, data map[string]string) *api.Object {
-	o, err := api.FromResource(&api.Secret{
-		TypeMeta:   api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindSecret},
-		ObjectMeta: api.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		StringData: data,
-	})
-	if err != nil {
-		panic(err)
-	}
-	return o
-}
-
 func TestClient_CRUDBehavesAlikeOverHTTPAndInProcess(t *testing.T) {
 	_, clients := start(t)
 	for name, c := range clients {
 		t.Run(name, func(t *testing.T) {
-			ctx := ctxT(t)
+			ctx := testkit.Context(t)
 			ns := "crud-" + name
-			nsObj := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindNamespace},
-				ObjectMeta: api.ObjectMeta{Name: ns}}
+			nsObj := testkit.Object(api.KindNamespace, "", ns)
 			if _, err := c.Create(ctx, nsObj); err != nil {
 				t.Fatalf("create namespace: %v", err)
 			}
-			created, err := c.Create(ctx, secret(ns, "a", map[string]string{"tier": "db"}, map[string]string{"k": "v"}))
+			created, err := c.Create(ctx, testkit.Secret(ns, "a", map[string]string{"k": "v"}, testkit.Labels("tier", "db")))
 			if err != nil {
 				t.Fatalf("create: %v", err)
 			}
 			if created.UID == "" || created.ResourceVersion == "" || created.Generation != 1 {
 				t.Errorf("created object lacks server fields: %+v", created.ObjectMeta)
 			}
-			if _, err := c.Create(ctx, secret(ns, "b", map[string]string{"tier": "web"}, nil)); err != nil {
+			if _, err := c.Create(ctx, testkit.Secret(ns, "b", nil, testkit.Labels("tier", "web"))); err != nil {
 				t.Fatalf("create b: %v", err)
 			}
-			gen, err := c.Create(ctx, &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindSecret},
-				ObjectMeta: api.ObjectMeta{Namespace: ns, GenerateName: "gen-"}})
+			gen, err := c.Create(ctx, testkit.Secret(ns, "", nil, testkit.GenerateName("gen-")))
 			if err != nil || !strings.HasPrefix(gen.Name, "gen-") || len(gen.Name) <= len("gen-") {
 				t.Fatalf("create with generateName: %v, name %q", err, gen.Name)
 			}
@@ -208,9 +188,9 @@ func TestClient_CRUDBehavesAlikeOverHTTPAndInProcess(t *testing.T) {
 
 func TestClient_ErrorsMatchAPISentinels(t *testing.T) {
 	srv, clients := start(t)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	lc := clients["local"]
-	if _, err := lc.Create(ctx, secret("default", "taken", nil, nil)); err != nil {
+	if _, err := lc.Create(ctx, testkit.Secret("default", "taken", nil)); err != nil {
 		t.Fatal(err)
 	}
 	stale, err := lc.Get(ctx, api.KindSecret, "default", "taken")
@@ -225,7 +205,7 @@ func TestClient_ErrorsMatchAPISentinels(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if _, err := lc.Create(ctx, secret("default", fmt.Sprintf("filler-%d", i), nil, nil)); err != nil {
+		if _, err := lc.Create(ctx, testkit.Secret("default", fmt.Sprintf("filler-%d", i), nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -251,11 +231,11 @@ func TestClient_ErrorsMatchAPISentinels(t *testing.T) {
 			return err
 		}, api.ErrNotFound},
 		{"create without a namespace", func(c client.Interface) error {
-			_, err := c.Create(ctx, secret("", "nons", nil, nil))
+			_, err := c.Create(ctx, testkit.Secret("", "nons", nil))
 			return err
 		}, api.ErrInvalid},
 		{"create taken", func(c client.Interface) error {
-			_, err := c.Create(ctx, secret("default", "taken", nil, nil))
+			_, err := c.Create(ctx, testkit.Secret("default", "taken", nil))
 			return err
 		}, api.ErrAlreadyExists},
 		{"update stale", func(c client.Interface) error {
@@ -267,7 +247,7 @@ func TestClient_ErrorsMatchAPISentinels(t *testing.T) {
 			return err
 		}, api.ErrConflict},
 		{"invalid name", func(c client.Interface) error {
-			_, err := c.Create(ctx, secret("default", "Not_Valid", nil, nil))
+			_, err := c.Create(ctx, testkit.Secret("default", "Not_Valid", nil))
 			return err
 		}, api.ErrInvalid},
 		{"bad selector", func(c client.Interface) error {
@@ -305,10 +285,9 @@ func TestClient_WatchStreamsChanges(t *testing.T) {
 	_, clients := start(t)
 	for name, c := range clients {
 		t.Run(name, func(t *testing.T) {
-			ctx := ctxT(t)
+			ctx := testkit.Context(t)
 			ns := "watch-" + name
-			if _, err := c.Create(ctx, &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindNamespace},
-				ObjectMeta: api.ObjectMeta{Name: ns}}); err != nil {
+			if _, err := c.Create(ctx, testkit.Object(api.KindNamespace, "", ns)); err != nil {
 				t.Fatal(err)
 			}
 			l, err := c.List(ctx, api.KindSecret, ns, api.ListOptions{})
@@ -319,7 +298,7 @@ func TestClient_WatchStreamsChanges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.Create(ctx, secret(ns, "w", nil, nil)); err != nil {
+			if _, err := c.Create(ctx, testkit.Secret(ns, "w", nil)); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := c.Patch(ctx, api.KindSecret, ns, "w", []byte(`{"metadata":{"labels":{"x":"y"}}}`), false); err != nil {
@@ -362,7 +341,7 @@ func TestClient_ActionsBehaveAlike(t *testing.T) {
 	_, clients := start(t)
 	for name, c := range clients {
 		t.Run(name, func(t *testing.T) {
-			ctx := ctxT(t)
+			ctx := testkit.Context(t)
 			b, err := c.Action(ctx, client.ActionRequest{Kind: "Widget", Namespace: "default", Name: "w1",
 				Action: "echo", Query: map[string][]string{"x": {"1"}}, Body: []byte(`{"hello":true}`)})
 			if err != nil {
@@ -408,7 +387,7 @@ func TestTyped_SecretRoundTripsOverBothClients(t *testing.T) {
 	_, clients := start(t)
 	for name, c := range clients {
 		t.Run(name, func(t *testing.T) {
-			ctx := ctxT(t)
+			ctx := testkit.Context(t)
 			secrets := client.For[*api.Secret](c)
 			if secrets.Kind() != api.KindSecret {
 				t.Fatalf("Kind = %q", secrets.Kind())
@@ -467,7 +446,7 @@ func TestLocal_ActsAsTheIdentityItIsBuiltWith(t *testing.T) {
 			c := local.New(srv.Registry, tt.as)
 			// Whatever identity the caller's context carries, the client
 			// acts as the one it was built with.
-			ctx := identity.With(ctxT(t), identity.User{Name: "admin", Admin: true})
+			ctx := identity.With(testkit.Context(t), identity.User{Name: "admin", Admin: true})
 			b, err := c.Action(ctx, client.ActionRequest{Method: "GET", Kind: "Widget", Namespace: "default", Action: "whoami"})
 			if tt.want == "" {
 				if !errors.Is(err, api.ErrUnauthorized) {

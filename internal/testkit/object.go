@@ -36,6 +36,13 @@ func Secret(ns, name string, data map[string]string, opts ...Opt) *api.Object {
 	return o
 }
 
+// StringData sets a Secret's write-only stringData to the plain values of
+// m, which the API merges into data on a write.
+func StringData(m map[string]string) Opt {
+	raw := mustJSON(m)
+	return func(o *api.Object) { o.SetField("stringData", raw) }
+}
+
 // Labels adds the labels kv: key, value, key, value, ... An odd count
 // panics.
 func Labels(kv ...string) Opt {
@@ -92,6 +99,12 @@ func ControlledBy(owner api.Resource) Opt {
 	return func(o *api.Object) {
 		o.OwnerReferences = append(o.OwnerReferences, api.OwnerRefTo(owner, true))
 	}
+}
+
+// GenerateName sets metadata.generateName to prefix: build the object with
+// an empty name and the API picks a unique one starting with prefix.
+func GenerateName(prefix string) Opt {
+	return func(o *api.Object) { o.GenerateName = prefix }
 }
 
 // Finalizers adds the finalizers f.

@@ -1,16 +1,30 @@
 // Package testkit holds what cairn's tests share: waiting for a condition
-// (Eventually), object builders (Object, Secret, Widget) and a test kind
-// (WidgetKind) a test server can serve next to the real ones. It is for
-// tests only: no production package imports it.
+// (Eventually, EventuallyNil), a bounded context (Context), object
+// builders (Object, Secret, Widget) and a test kind (WidgetKind) a test
+// server can serve next to the real ones. It is for tests only: no
+// production package imports it.
 package testkit
 
 import (
+	"context"
 	"testing"
 	"time"
 )
 
+// contextTimeout bounds the contexts Context returns.
+const contextTimeout = 30 * time.Second
+
 // pollInterval is how often Eventually checks its condition.
 const pollInterval = 10 * time.Millisecond
+
+// Context returns a context for a test's calls: it ends after 30 seconds,
+// so that a call that hangs fails the test instead of stalling the run, or
+// when the test's cleanup runs, whichever comes first.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), contextTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
 
 // Eventually calls cond every few milliseconds until it returns true, and
 // fails the test (t.Fatalf, naming what) when timeout passes first. cond
@@ -22,6 +36,24 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// EventuallyNil is Eventually for a check that says why it does not hold
+// yet: it calls check until it returns nil, and on timeout fails the test
+// naming what and the last error check returned.
+func EventuallyNil(t testing.TB, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
 		}
 		time.Sleep(pollInterval)
 	}

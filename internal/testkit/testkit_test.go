@@ -35,9 +35,9 @@ func (f *fatalRecorder) Fatalf(format string, args ...any) {
 	panic(f)
 }
 
-// runEventually calls Eventually on a fatalRecorder and returns the failure
-// message ("" when it returned normally).
-func runEventually(t *testing.T, timeout time.Duration, what string, cond func() bool) string {
+// failure calls wait on a fatalRecorder and returns the failure message
+// ("" when it returned normally).
+func failure(t *testing.T, wait func(testing.TB)) string {
 	rec := &fatalRecorder{TB: t}
 	func() {
 		defer func() {
@@ -45,11 +45,46 @@ func runEventually(t *testing.T, timeout time.Duration, what string, cond func()
 				panic(p)
 			}
 		}()
-		testkit.Eventually(rec, timeout, what, cond)
+		wait(rec)
 	}()
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	return rec.msg
+}
+
+// runEventually calls Eventually on a fatalRecorder and returns the failure
+// message ("" when it returned normally).
+func runEventually(t *testing.T, timeout time.Duration, what string, cond func() bool) string {
+	return failure(t, func(tb testing.TB) { testkit.Eventually(tb, timeout, what, cond) })
+}
+
+func TestEventuallyNil_ReturnsOnceCheckPassesAndFailsWithItsLastError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := 0
+		msg := failure(t, func(tb testing.TB) {
+			testkit.EventuallyNil(tb, time.Second, "the third call", func() error {
+				if n++; n < 3 {
+					return fmt.Errorf("call %d", n)
+				}
+				return nil
+			})
+		})
+		if msg != "" || n != 3 {
+			t.Errorf("after %d calls: failure %q, want none after 3 calls", n, msg)
+		}
+
+		start := time.Now()
+		n = 0
+		msg = failure(t, func(tb testing.TB) {
+			testkit.EventuallyNil(tb, 5*time.Second, "the impossible", func() error { n++; return fmt.Errorf("still %d", n) })
+		})
+		if !strings.Contains(msg, "the impossible") || !strings.Contains(msg, fmt.Sprintf("still %d", n)) {
+			t.Errorf("failure message %q does not name what was awaited and the last error (still %d)", msg, n)
+		}
+		if waited := time.Since(start); waited < 5*time.Second {
+			t.Errorf("gave up after %v, want >= the 5s timeout", waited)
+		}
+	})
 }
 
 func TestEventually_ReturnsOnceConditionHoldsAndFailsNamingWhatOnTimeout(t *testing.T) {
@@ -96,10 +131,32 @@ func TestObject_BuildersSetWhatTheirOptionsSay(t *testing.T) {
 	if string(o.Field("spec")) != `{"size":3}` || string(o.Field("status")) != `{"phase":"Ready"}` {
 		t.Errorf("spec %s status %s", o.Field("spec"), o.Field("status"))
 	}
+	if g := testkit.Secret("ns", "", nil, testkit.GenerateName("gen-")); g.GenerateName != "gen-" || g.Name != "" {
+		t.Errorf("generateName %q name %q, want gen- and none", g.GenerateName, g.Name)
+	}
 	s := testkit.Secret("ns", "s", map[string]string{"k": "v"})
 	var data map[string]string
 	if err := json.Unmarshal(s.Field("data"), &data); err != nil || data["k"] != base64.StdEncoding.EncodeToString([]byte("v")) {
 		t.Errorf("secret data = %s (%v), want base64 of v", s.Field("data"), err)
+	}
+	if sd := testkit.Secret("ns", "s", nil, testkit.StringData(map[string]string{"k": "v"})); string(sd.Field("stringData")) != `{"k":"v"}` || sd.Field("data") != nil {
+		t.Errorf("stringData %s data %s, want the plain value in stringData only", sd.Field("stringData"), sd.Field("data"))
+	}
+}
+
+func TestContext_EndsAtCleanup(t *testing.T) {
+	var ctx context.Context
+	t.Run("inner", func(t *testing.T) {
+		ctx = testkit.Context(t)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("context ended during the test: %v", err)
+		}
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) > 30*time.Second {
+			t.Errorf("deadline %v (set %v), want one at most 30s away", d, ok)
+		}
+	})
+	if ctx.Err() == nil {
+		t.Error("context still open after the test's cleanup")
 	}
 }
 
@@ -109,8 +166,7 @@ func TestWidgetKind_IsServedWithSpecAndStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := testkit.Context(t)
 	w, err := c.Create(ctx, testkit.Widget("default", "w1", testkit.Spec(`{"size":3,"ref":"s1"}`)))
 	if err != nil {
 		t.Fatal(err)

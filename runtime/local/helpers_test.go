@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/runtime"
 	"cairn.dev/cairn/runtime/local"
 )
@@ -116,15 +117,9 @@ func shSpec(id, script string, env ...string) runtime.Spec {
 	return runtime.Spec{ID: id, Argv: []string{"sh", "-c", script}, Env: unitEnv(env...)}
 }
 
-func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func mustStart(t *testing.T, rt runtime.Runtime, spec runtime.Spec) runtime.State {
 	t.Helper()
-	st, err := rt.Start(ctxFor(t), spec)
+	st, err := rt.Start(testkit.Context(t), spec)
 	if err != nil {
 		t.Fatalf("Start(%s): %v", spec.ID, err)
 	}
@@ -133,7 +128,7 @@ func mustStart(t *testing.T, rt runtime.Runtime, spec runtime.Spec) runtime.Stat
 
 func mustWait(t *testing.T, rt runtime.Runtime, id string) runtime.State {
 	t.Helper()
-	st, err := rt.Wait(ctxFor(t), id)
+	st, err := rt.Wait(testkit.Context(t), id)
 	if err != nil {
 		t.Fatalf("Wait(%s): %v", id, err)
 	}
@@ -142,7 +137,7 @@ func mustWait(t *testing.T, rt runtime.Runtime, id string) runtime.State {
 
 func readLogs(t *testing.T, rt runtime.Runtime, id string) string {
 	t.Helper()
-	rc, err := rt.Logs(ctxFor(t), id, runtime.LogOptions{})
+	rc, err := rt.Logs(testkit.Context(t), id, runtime.LogOptions{})
 	if err != nil {
 		t.Fatalf("Logs(%s): %v", id, err)
 	}
@@ -152,18 +147,6 @@ func readLogs(t *testing.T, rt runtime.Runtime, id string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // processGone reports whether pid no longer runs (gone, or a zombie that
@@ -185,7 +168,7 @@ func processGone(pid int) bool {
 func readPids(t *testing.T, path string, n int) []int {
 	t.Helper()
 	var pids []int
-	eventually(t, "pids in "+path, func() bool {
+	testkit.Eventually(t, 20*time.Second, "pids in "+path, func() bool {
 		b, err := os.ReadFile(path)
 		if err != nil || !strings.HasSuffix(string(b), "\n") {
 			return false

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/runtime"
 	"cairn.dev/cairn/runtime/local"
 )
@@ -93,7 +94,7 @@ func TestLocal_FilesAndWorkingDirAreInThePrivateWorkspace(t *testing.T) {
 			t.Errorf("mode of %s = %o, want %o", path, got, perm)
 		}
 	}
-	b, err := rt.ReadFile(ctxFor(t), "files", "conf/app.json")
+	b, err := rt.ReadFile(testkit.Context(t), "files", "conf/app.json")
 	if err != nil || string(b) != `{"a":1}` {
 		t.Fatalf("ReadFile = %q, %v", b, err)
 	}
@@ -108,7 +109,7 @@ func TestLocal_ReadFileStaysInsideTheWorkspace(t *testing.T) {
 	mustStart(t, rt, shSpec("links", `ln -s "$OUTSIDE" abs; ln -s ../../../.. up; mkfifo fifo; echo ok > ok`,
 		"OUTSIDE="+outside))
 	mustWait(t, rt, "links")
-	ctx := ctxFor(t)
+	ctx := testkit.Context(t)
 	if b, err := rt.ReadFile(ctx, "links", "ok"); err != nil || string(b) != "ok\n" {
 		t.Fatalf("ReadFile(ok) = %q, %v", b, err)
 	}
@@ -144,17 +145,17 @@ func TestLocal_MissingExecutableFailsWithReason(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.id, func(t *testing.T) {
-			st, err := rt.Start(ctxFor(t), runtime.Spec{ID: c.id, Argv: c.argv, Env: unitEnv()})
+			st, err := rt.Start(testkit.Context(t), runtime.Spec{ID: c.id, Argv: c.argv, Env: unitEnv()})
 			if err != nil {
 				t.Fatalf("Start: %v, want a Failed state", err)
 			}
 			if st.Phase != runtime.PhaseFailed || !strings.Contains(st.Reason, c.reason) {
 				t.Fatalf("state %+v, want Failed with reason containing %q", st, c.reason)
 			}
-			if st2, _ := rt.State(ctxFor(t), c.id); st2 != st {
+			if st2, _ := rt.State(testkit.Context(t), c.id); st2 != st {
 				t.Fatalf("State = %+v, want %+v", st2, st)
 			}
-			if _, err := rt.Start(ctxFor(t), runtime.Spec{ID: c.id, Argv: []string{"true"}}); !errors.Is(err, runtime.ErrExists) {
+			if _, err := rt.Start(testkit.Context(t), runtime.Spec{ID: c.id, Argv: []string{"true"}}); !errors.Is(err, runtime.ErrExists) {
 				t.Fatalf("second Start: %v, want ErrExists", err)
 			}
 		})
@@ -181,12 +182,12 @@ func TestLocal_InvalidSpecIsRejectedBeforeAnythingExists(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := ok
 			mutate(&s)
-			if _, err := rt.Start(ctxFor(t), s); !errors.Is(err, runtime.ErrInvalid) {
+			if _, err := rt.Start(testkit.Context(t), s); !errors.Is(err, runtime.ErrInvalid) {
 				t.Fatalf("Start: %v, want ErrInvalid", err)
 			}
 		})
 	}
-	if units, err := rt.List(ctxFor(t)); err != nil || len(units) != 0 {
+	if units, err := rt.List(testkit.Context(t)); err != nil || len(units) != 0 {
 		t.Fatalf("List = %v, %v; want nothing", units, err)
 	}
 }
@@ -195,7 +196,7 @@ func TestLocal_StartTwiceIsErrExists(t *testing.T) {
 	root := t.TempDir()
 	rt := newRuntime(t, root, 5*time.Second)
 	mustStart(t, rt, shSpec("once", "echo first"))
-	if _, err := rt.Start(ctxFor(t), shSpec("once", "echo second")); !errors.Is(err, runtime.ErrExists) {
+	if _, err := rt.Start(testkit.Context(t), shSpec("once", "echo second")); !errors.Is(err, runtime.ErrExists) {
 		t.Fatalf("Start while running or ended: %v, want ErrExists", err)
 	}
 	mustWait(t, rt, "once")
@@ -203,7 +204,7 @@ func TestLocal_StartTwiceIsErrExists(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt2 := newRuntime(t, root, 5*time.Second)
-	if _, err := rt2.Start(ctxFor(t), shSpec("once", "echo second")); !errors.Is(err, runtime.ErrExists) {
+	if _, err := rt2.Start(testkit.Context(t), shSpec("once", "echo second")); !errors.Is(err, runtime.ErrExists) {
 		t.Fatalf("Start after a restart: %v, want ErrExists", err)
 	}
 	if got := readLogs(t, rt2, "once"); got != "first\n" {
@@ -221,15 +222,15 @@ func TestLocal_KillEndsProcessTree(t *testing.T) {
 	if processGone(grandchild) {
 		t.Fatal("the grandchild is not running before Kill")
 	}
-	if err := rt.Kill(ctxFor(t), "tree"); err != nil {
+	if err := rt.Kill(testkit.Context(t), "tree"); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := rt.State(ctxFor(t), "tree")
+	st, _ := rt.State(testkit.Context(t), "tree")
 	if st.Phase != runtime.PhaseExited || st.Reason != "killed by signal SIGTERM" {
 		t.Fatalf("state after Kill: %+v, want Exited, killed by SIGTERM", st)
 	}
-	eventually(t, "the grandchild to be gone", func() bool { return processGone(grandchild) })
-	if err := rt.Kill(ctxFor(t), "tree"); err != nil {
+	testkit.Eventually(t, 20*time.Second, "the grandchild to be gone", func() bool { return processGone(grandchild) })
+	if err := rt.Kill(testkit.Context(t), "tree"); err != nil {
 		t.Fatalf("Kill of an ended unit: %v, want nil", err)
 	}
 }
@@ -237,11 +238,11 @@ func TestLocal_KillEndsProcessTree(t *testing.T) {
 func TestLocal_KillEscalatesToSIGKILLAfterGrace(t *testing.T) {
 	rt := newRuntime(t, t.TempDir(), 200*time.Millisecond)
 	mustStart(t, rt, shSpec("stubborn", `trap '' TERM; echo ready; while :; do sleep 0.05; done`))
-	eventually(t, "the trap to be set", func() bool { return readLogs(t, rt, "stubborn") == "ready\n" })
-	if err := rt.Kill(ctxFor(t), "stubborn"); err != nil {
+	testkit.Eventually(t, 20*time.Second, "the trap to be set", func() bool { return readLogs(t, rt, "stubborn") == "ready\n" })
+	if err := rt.Kill(testkit.Context(t), "stubborn"); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := rt.State(ctxFor(t), "stubborn")
+	st, _ := rt.State(testkit.Context(t), "stubborn")
 	if st.Phase != runtime.PhaseExited || st.ExitCode != 137 || st.Reason != "killed by signal SIGKILL" {
 		t.Fatalf("state %+v, want Exited 137 killed by SIGKILL", st)
 	}
@@ -251,7 +252,7 @@ func TestLocal_LogsFollowStreamsOutputUntilExit(t *testing.T) {
 	rt := newRuntime(t, t.TempDir(), 5*time.Second)
 	gate := filepath.Join(t.TempDir(), "gate")
 	mustStart(t, rt, shSpec("follow", gateScript(0), "GATE="+gate))
-	rc, err := rt.Logs(ctxFor(t), "follow", runtime.LogOptions{Follow: true})
+	rc, err := rt.Logs(testkit.Context(t), "follow", runtime.LogOptions{Follow: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestLocal_LogsFollowStreamsOutputUntilExit(t *testing.T) {
 	if line, err := br.ReadString('\n'); err != nil || line != "started\n" {
 		t.Fatalf("first line %q, %v", line, err)
 	}
-	if st, _ := rt.State(ctxFor(t), "follow"); st.Phase != runtime.PhaseRunning {
+	if st, _ := rt.State(testkit.Context(t), "follow"); st.Phase != runtime.PhaseRunning {
 		t.Fatalf("unit is %s while blocked on the gate", st.Phase)
 	}
 	touch(t, gate)
@@ -269,7 +270,7 @@ func TestLocal_LogsFollowStreamsOutputUntilExit(t *testing.T) {
 	if err != nil || string(rest) != "done\n" {
 		t.Fatalf("rest of the stream %q, %v", rest, err)
 	}
-	if st, _ := rt.State(ctxFor(t), "follow"); st.Phase != runtime.PhaseExited {
+	if st, _ := rt.State(testkit.Context(t), "follow"); st.Phase != runtime.PhaseExited {
 		t.Fatalf("stream ended while the unit is %s", st.Phase)
 	}
 }
@@ -277,7 +278,7 @@ func TestLocal_LogsFollowStreamsOutputUntilExit(t *testing.T) {
 func TestLocal_LogsFollowEndsOnClose(t *testing.T) {
 	rt := newRuntime(t, t.TempDir(), 5*time.Second)
 	mustStart(t, rt, shSpec("quiet", `sleep 300`))
-	rc, err := rt.Logs(ctxFor(t), "quiet", runtime.LogOptions{Follow: true})
+	rc, err := rt.Logs(testkit.Context(t), "quiet", runtime.LogOptions{Follow: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,24 +304,24 @@ func TestLocal_CleanupRemovesWorkspaceButKeepsLogs(t *testing.T) {
 	spec := shSpec("clean", `echo output; sleep 300`)
 	spec.Files = map[string][]byte{"secret": []byte("x")}
 	mustStart(t, rt, spec)
-	eventually(t, "output", func() bool { return readLogs(t, rt, "clean") == "output\n" })
-	if err := rt.Cleanup(ctxFor(t), "clean"); err != nil { // kills it first
+	testkit.Eventually(t, 20*time.Second, "output", func() bool { return readLogs(t, rt, "clean") == "output\n" })
+	if err := rt.Cleanup(testkit.Context(t), "clean"); err != nil { // kills it first
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "units", "clean", "workspace")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("workspace still there: %v", err)
 	}
-	st, err := rt.State(ctxFor(t), "clean")
+	st, err := rt.State(testkit.Context(t), "clean")
 	if err != nil || st.Phase != runtime.PhaseExited {
 		t.Fatalf("state after Cleanup: %+v, %v", st, err)
 	}
 	if got := readLogs(t, rt, "clean"); got != "output\n" {
 		t.Fatalf("log after Cleanup = %q", got)
 	}
-	if _, err := rt.ReadFile(ctxFor(t), "clean", "secret"); !errors.Is(err, runtime.ErrNotFound) {
+	if _, err := rt.ReadFile(testkit.Context(t), "clean", "secret"); !errors.Is(err, runtime.ErrNotFound) {
 		t.Fatalf("ReadFile after Cleanup: %v, want ErrNotFound", err)
 	}
-	if err := rt.Cleanup(ctxFor(t), "clean"); err != nil {
+	if err := rt.Cleanup(testkit.Context(t), "clean"); err != nil {
 		t.Fatalf("second Cleanup: %v", err)
 	}
 }
@@ -329,10 +330,10 @@ func TestLocal_RemoveForgetsUnit(t *testing.T) {
 	root := t.TempDir()
 	rt := newRuntime(t, root, 5*time.Second)
 	mustStart(t, rt, shSpec("gone", `echo first; sleep 300`))
-	if err := rt.Remove(ctxFor(t), "gone"); err != nil {
+	if err := rt.Remove(testkit.Context(t), "gone"); err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxFor(t)
+	ctx := testkit.Context(t)
 	if _, err := rt.State(ctx, "gone"); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("State: %v, want ErrNotFound", err)
 	}
@@ -361,7 +362,7 @@ func TestLocal_ListReportsEveryUnitInOrder(t *testing.T) {
 	mustStart(t, rt, shSpec("a", "exit 1"))
 	mustWait(t, rt, "a")
 	mustWait(t, rt, "b")
-	units, err := rt.List(ctxFor(t))
+	units, err := rt.List(testkit.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +387,7 @@ func TestLocal_SecondOwnerOfRootIsRefused(t *testing.T) {
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.List(ctxFor(t)); !errors.Is(err, runtime.ErrClosed) {
+	if _, err := rt.List(testkit.Context(t)); !errors.Is(err, runtime.ErrClosed) {
 		t.Fatalf("List after Close: %v, want ErrClosed", err)
 	}
 	rt2, err := local.New(local.Options{Root: root})
@@ -404,7 +405,7 @@ func TestLocal_ConcurrentStartsOfOneIDStartItOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = rt.Start(ctxFor(t), shSpec("race", "echo once"))
+			_, errs[i] = rt.Start(testkit.Context(t), shSpec("race", "echo once"))
 		}()
 	}
 	wg.Wait()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/runtime"
 )
 
@@ -20,14 +21,14 @@ func TestLocal_RunningUnitIsFoundAfterOwnerRestart(t *testing.T) {
 	killOwner(t, startOwner(t, root, "survivor", gateScript(7), unitEnv("GATE="+gate)))
 
 	rt := newRuntime(t, root, 5*time.Second)
-	st, err := rt.State(ctxFor(t), "survivor")
+	st, err := rt.State(testkit.Context(t), "survivor")
 	if err != nil || st.Phase != runtime.PhaseRunning {
 		t.Fatalf("after the restart: %+v, %v; want Running", st, err)
 	}
-	if _, err := rt.Start(ctxFor(t), shSpec("survivor", "true")); !errors.Is(err, runtime.ErrExists) {
+	if _, err := rt.Start(testkit.Context(t), shSpec("survivor", "true")); !errors.Is(err, runtime.ErrExists) {
 		t.Fatalf("Start of a recovered unit: %v, want ErrExists", err)
 	}
-	rc, err := rt.Logs(ctxFor(t), "survivor", runtime.LogOptions{Follow: true})
+	rc, err := rt.Logs(testkit.Context(t), "survivor", runtime.LogOptions{Follow: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,14 +49,14 @@ func TestLocal_RecoveredUnitCanBeKilled(t *testing.T) {
 	child := readPids(t, pidFile, 1)[0]
 
 	rt := newRuntime(t, root, 5*time.Second)
-	if err := rt.Kill(ctxFor(t), "victim"); err != nil {
+	if err := rt.Kill(testkit.Context(t), "victim"); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := rt.State(ctxFor(t), "victim")
+	st, _ := rt.State(testkit.Context(t), "victim")
 	if st.Phase != runtime.PhaseExited || st.Reason != "killed by signal SIGTERM" {
 		t.Fatalf("state %+v, want Exited, killed by SIGTERM", st)
 	}
-	eventually(t, "the unit's child to be gone", func() bool { return processGone(child) })
+	testkit.Eventually(t, 20*time.Second, "the unit's child to be gone", func() bool { return processGone(child) })
 }
 
 func TestLocal_UnitEndedWhileOwnerDownReportsRealExitCode(t *testing.T) {
@@ -67,10 +68,10 @@ func TestLocal_UnitEndedWhileOwnerDownReportsRealExitCode(t *testing.T) {
 	killOwner(t, owner)
 	touch(t, gate)
 	// The supervisor records the status, then ends.
-	eventually(t, "the unit's supervisor to end", func() bool { return processGone(supervisor) })
+	testkit.Eventually(t, 20*time.Second, "the unit's supervisor to end", func() bool { return processGone(supervisor) })
 
 	rt := newRuntime(t, root, 5*time.Second)
-	st, err := rt.State(ctxFor(t), "ended")
+	st, err := rt.State(testkit.Context(t), "ended")
 	if err != nil || st.Phase != runtime.PhaseExited || st.ExitCode != 5 {
 		t.Fatalf("after the restart: %+v, %v; want Exited 5", st, err)
 	}
@@ -102,14 +103,14 @@ func TestLocal_UnitKilledWhileOwnerDownIsNotRunning(t *testing.T) {
 				if err := syscall.Kill(supervisor, syscall.SIGKILL); err != nil {
 					t.Fatal(err)
 				}
-				eventually(t, "the supervisor to be gone", func() bool { return processGone(supervisor) })
+				testkit.Eventually(t, 20*time.Second, "the supervisor to be gone", func() bool { return processGone(supervisor) })
 			}
 			if err := syscall.Kill(-command, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the command to be gone", func() bool { return processGone(command) })
+			testkit.Eventually(t, 20*time.Second, "the command to be gone", func() bool { return processGone(command) })
 			if !c.killSupervisor {
-				eventually(t, "the supervisor to end", func() bool { return processGone(supervisor) })
+				testkit.Eventually(t, 20*time.Second, "the supervisor to end", func() bool { return processGone(supervisor) })
 			}
 
 			rt := newRuntime(t, root, 5*time.Second)
@@ -129,7 +130,7 @@ func TestLocal_CloseLeavesUnitsRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt2 := newRuntime(t, root, 5*time.Second)
-	if st, err := rt2.State(ctxFor(t), "lasting"); err != nil || st.Phase != runtime.PhaseRunning {
+	if st, err := rt2.State(testkit.Context(t), "lasting"); err != nil || st.Phase != runtime.PhaseRunning {
 		t.Fatalf("after Close and New: %+v, %v; want Running", st, err)
 	}
 	touch(t, gate)
