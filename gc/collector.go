@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -370,7 +371,7 @@ func (c *Collector) reconcile(ctx context.Context, uid string) (controller.Resul
 	}
 	if w.d.Cascade == nil {
 		if !w.d.Orphan && w.self.Deleting {
-			trace.Exit(ctx, "deleting without %s: %s", api.FinalizerCascadeDeletion, holds(w.self))
+			trace.Exit(ctx, "deleting, and the collector is done with it: %s", holds(w.self))
 		}
 		return res, nil
 	}
@@ -402,8 +403,9 @@ func (c *Collector) reconcile(ctx context.Context, uid string) (controller.Resul
 		if err := c.removeFinalizer(ctx, w.self); err != nil {
 			return res, err
 		}
-		if w.self.HasOtherFinalizer() {
-			trace.Exit(ctx, "still held by %s", holds(w.self))
+		if n := w.self; n.HasOtherFinalizer() {
+			n.Finalizers = slices.DeleteFunc(slices.Clone(n.Finalizers), func(f string) bool { return f == api.FinalizerCascadeDeletion })
+			trace.Exit(ctx, "it stays: %s", holds(n))
 		}
 	}
 	return res, nil

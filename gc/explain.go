@@ -27,6 +27,7 @@ type explanation struct {
 	waits  []holdNote // deleting dependents still present
 	skips  []holdNote // dependents left to their controller
 	detach []holdNote // dependents that keep another live owner
+	cycle  int        // deleting dependents on an all-deleting cycle with it
 	total  int        // dependents of a deleting object
 }
 
@@ -55,6 +56,7 @@ func (c *Collector) explain(uid string, cs *Cascade) explanation {
 	for _, du := range cs.Detach {
 		e.detach = append(e.detach, note(du))
 	}
+	e.cycle = len(cs.InCycle)
 	e.total = len(cs.Delete) + len(cs.Detach) + len(cs.Skip) + len(cs.Wait) + len(cs.InCycle)
 	return e
 }
@@ -76,12 +78,13 @@ func traceCascade(ctx context.Context, self Node, w work) {
 		trace.Check(ctx, "deleting, and no %s are left", what)
 		return
 	}
+	requested := e.total - len(w.victims) - len(e.waits) - len(e.skips) - len(e.detach) - e.cycle
 	var parts []string
 	for _, p := range []struct {
 		n    int
 		what string
-	}{{len(w.victims), "to delete"}, {len(e.waits), "already deleting"}, {len(e.skips), "left to their controller"},
-		{len(e.detach), "to detach"}, {e.total - len(w.victims) - len(e.waits) - len(e.skips) - len(e.detach), "on a deleting ownership cycle"}} {
+	}{{len(w.victims), "to delete"}, {requested, "deletion requested"}, {len(e.waits), "already deleting"},
+		{len(e.skips), "left to their controller"}, {len(e.detach), "to detach"}, {e.cycle, "on a deleting ownership cycle"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
 		}
@@ -114,7 +117,7 @@ func traceCascade(ctx context.Context, self Node, w work) {
 			trace.Exit(ctx, "… and %d more already deleting", len(e.waits)-maxExplained)
 			break
 		}
-		trace.Exit(ctx, "waits for %s: %s", h.node, holds(h.node))
+		trace.Exit(ctx, "waits for %s: it is deleting; %s", h.node, holds(h.node))
 	}
 }
 
@@ -128,13 +131,12 @@ func holds(n Node) string {
 	}
 	switch {
 	case len(others) > 0 && n.HasFinalizer(api.FinalizerCascadeDeletion):
-		return fmt.Sprintf("it is deleting; finalizer %s (not the collector's) holds it, and its own dependents go first",
+		return fmt.Sprintf("its own dependents go first, and finalizer %s (not the collector's) holds it until the controller that set it removes it",
 			strings.Join(others, ", "))
 	case len(others) > 0:
-		return fmt.Sprintf("it is deleting; finalizer %s holds it until the controller that set it removes it",
-			strings.Join(others, ", "))
+		return fmt.Sprintf("finalizer %s holds it until the controller that set it removes it", strings.Join(others, ", "))
 	default:
-		return "it is deleting; its own dependents go first"
+		return "its own dependents go first"
 	}
 }
 
