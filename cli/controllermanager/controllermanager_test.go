@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -188,16 +186,7 @@ func TestControllerManager_BadSettingsAreClearErrors(t *testing.T) {
 // manager that leads, through the server's forwarding; the manager checks
 // the caller's token with the API server.
 func TestControllerManager_TracesForwardedFromAPIServerToIt(t *testing.T) {
-	d, err := daemon.Start(context.Background(), daemon.Options{Listen: "127.0.0.1:0", DataDir: t.TempDir(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Stop() })
-	c, err := client.NewHTTP(client.Config{Server: d.URL(), Token: d.Token()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, c := clitest.StartDaemon(t, daemon.Options{}) // a pure API server: no controllers
 	ctx := context.Background()
 	cm := startManager(t, clitest.BuildCairn(t), d.URL(), writeToken(t, d.Token()))
 	testkit.Eventually(t, 30*time.Second, "the controller manager to lead", func() bool {

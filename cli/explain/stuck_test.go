@@ -3,43 +3,23 @@ package explain_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/clitest"
-	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/internal/testkit"
 )
-
-// startDaemon runs a whole cairn server in-process, controllers included.
-func startDaemon(t *testing.T) (*daemon.Daemon, client.Interface) {
-	t.Helper()
-	d, err := daemon.Start(context.Background(), daemon.Options{Listen: "127.0.0.1:0", DataDir: t.TempDir(),
-		Controllers: controllers.List(controllers.Config{}), LeaderTTL: time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Stop() })
-	c, err := client.NewHTTP(client.Config{Server: d.URL(), Token: d.Token()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d, c
-}
 
 // TestExplain_StuckNamespaceSaysWhichFinalizerOnWhichObjectHoldsIt is the
 // question users ask most: why is my namespace stuck terminating? A
 // Secret in it holds a finalizer no controller removes; `cairn explain
 // namespace/demo` must name that object and that finalizer.
 func TestExplain_StuckNamespaceSaysWhichFinalizerOnWhichObjectHoldsIt(t *testing.T) {
-	d, c := startDaemon(t)
+	d, c := clitest.StartDaemon(t, daemon.Options{Controllers: controllers.List(controllers.Config{}), LeaderTTL: time.Second})
 	ctx := context.Background()
 	if _, err := c.Create(ctx, testkit.Object(api.KindNamespace, "", "demo")); err != nil {
 		t.Fatal(err)

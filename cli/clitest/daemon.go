@@ -1,0 +1,38 @@
+package clitest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/daemon"
+)
+
+// StartDaemon runs a whole cairn server in the test process (embedded etcd
+// under t.TempDir(), HTTP on a free loopback port, the controllers opts
+// names) and returns it with an admin HTTP client. Listen, DataDir and
+// Logger default to those test values. It stops at test cleanup.
+func StartDaemon(t testing.TB, opts daemon.Options) (*daemon.Daemon, client.Interface) {
+	t.Helper()
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1:0"
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = t.TempDir()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	d, err := daemon.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Stop() })
+	c, err := client.NewHTTP(client.Config{Server: d.URL(), Token: d.Token()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, c
+}
