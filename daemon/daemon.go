@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +44,12 @@ import (
 type Options struct {
 	// Listen is the HTTP address; default 127.0.0.1:7070.
 	Listen string
+	// AdvertiseURL is the URL other processes reach this server at, stored
+	// as its identity in leader elections (API servers forward trace
+	// requests to the controllers' leader there); default the URL of the
+	// listener, which is right on one machine only when Listen names a
+	// wildcard address.
+	AdvertiseURL string
 	// DataDir holds the embedded etcd, admin.token and encryption.key.
 	DataDir string
 	// EtcdEndpoints selects an external etcd cluster instead of the
@@ -158,7 +166,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	if len(opts.Controllers) > 0 {
 		d.manager, err = manager.New(manager.Options{
-			Client: d.system, Controllers: opts.Controllers, Identity: d.URL(),
+			Client: d.system, Controllers: opts.Controllers, Identity: d.advertised(),
 			LeaderElection: true, LeaseDuration: opts.LeaderTTL, Logger: d.log, Metrics: d.metrics,
 		})
 		if err != nil {
@@ -179,7 +187,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	// Compaction runs in one server at a time, whether or not it runs the
 	// controllers: pure API servers must not let history grow forever.
 	d.spawn(func() error {
-		return leader.Run(rctx, d.etcd, leader.Options{Name: "compactor", Identity: d.URL(),
+		return leader.Run(rctx, d.etcd, leader.Options{Name: "compactor", Identity: d.advertised(),
 			TTL: opts.LeaderTTL, Logger: d.log}, func(ctx context.Context) {
 			d.store.RunCompactor(ctx, opts.CompactionInterval, d.log)
 		})
@@ -239,6 +247,11 @@ func validate(o Options) error {
 	if o.DataDir == "" {
 		return fmt.Errorf("daemon: a data dir is required")
 	}
+	if o.AdvertiseURL != "" {
+		if u, err := url.Parse(o.AdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("daemon: the advertised URL %q is not an http(s)://host[:port] URL", o.AdvertiseURL)
+		}
+	}
 	return nil
 }
 
@@ -260,6 +273,14 @@ func (d *Daemon) spawn(f func() error) {
 
 // URL is the base URL clients reach the server at.
 func (d *Daemon) URL() string { return "http://" + d.listener.Addr().String() }
+
+// advertised is the URL other processes reach this server at.
+func (d *Daemon) advertised() string {
+	if d.opts.AdvertiseURL != "" {
+		return strings.TrimSuffix(d.opts.AdvertiseURL, "/")
+	}
+	return d.URL()
+}
 
 // Token is the admin token of this server's data dir.
 func (d *Daemon) Token() string { return d.token }

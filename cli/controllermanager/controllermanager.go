@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -31,6 +32,7 @@ type flags struct {
 	server      string
 	tokenFile   string
 	listen      string
+	advertise   string
 	controllers string
 	leaderTTL   time.Duration
 	gcWorkers   int
@@ -59,6 +61,7 @@ everything but the probes needs a bearer token the API server accepts.`,
 	fs.StringVar(&f.server, "server", "", "URL of the cairn API server (required)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token the controllers act with (required; mode 0600)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:7071", "address for health, metrics and traces")
+	fs.StringVar(&f.advertise, "advertise-url", "", "URL API servers reach this process at, to forward trace requests (default the --listen address)")
 	fs.StringVar(&f.controllers, "controllers", "true", "which controllers to run: true (all) or a list ("+strings.Join(controllers.Names(), ",")+")")
 	fs.DurationVar(&f.leaderTTL, "leader-ttl", 5*time.Second, "how long a dead leader blocks failover")
 	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
@@ -80,6 +83,8 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 		return fmt.Errorf("--leader-ttl must be at least 1s, got %s", f.leaderTTL)
 	case f.gcWorkers < 0:
 		return fmt.Errorf("--gc-workers must not be negative, got %d", f.gcWorkers)
+	case f.advertise != "" && !httpURL(f.advertise):
+		return fmt.Errorf("--advertise-url %q: want http(s)://host[:port]", f.advertise)
 	}
 	ctrls, err := controllers.Select(controllers.List(controllers.Config{GCWorkers: f.gcWorkers}), f.controllers)
 	if err != nil {
@@ -104,6 +109,9 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
 	url := "http://" + l.Addr().String()
+	if f.advertise != "" {
+		url = strings.TrimSuffix(f.advertise, "/")
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m, err := manager.New(manager.Options{Client: c, Controllers: ctrls, Identity: url, LeaderElection: true,
@@ -152,4 +160,10 @@ func readToken(path string) (string, error) {
 		return "", fmt.Errorf("--token-file %s is empty", path)
 	}
 	return token, nil
+}
+
+// httpURL reports whether s is an http(s)://host[:port] URL.
+func httpURL(s string) bool {
+	u, err := neturl.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }

@@ -169,6 +169,7 @@ func TestControllerManager_BadSettingsAreClearErrors(t *testing.T) {
 		{"no token file", []string{"--server", "http://127.0.0.1:1"}, "--token-file is required"},
 		{"token readable by others", []string{"--server", "http://127.0.0.1:1", "--token-file", loose}, "chmod 600"},
 		{"unknown controller", []string{"--server", "http://127.0.0.1:1", "--token-file", tight, "--controllers", "gc,nope"}, `unknown controller "nope"`},
+		{"bad advertised URL", []string{"--server", "http://127.0.0.1:1", "--token-file", tight, "--advertise-url", "10.0.0.1:7071"}, "--advertise-url"},
 		{"no controller", []string{"--server", "http://127.0.0.1:1", "--token-file", tight, "--controllers", "false"}, "selects no controller"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

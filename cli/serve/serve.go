@@ -23,6 +23,7 @@ import (
 
 type flags struct {
 	listen             string
+	advertiseURL       string
 	dataDir            string
 	etcdEndpoints      []string
 	encryptionKeyFile  string
@@ -62,6 +63,7 @@ cairn commands read.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:7070", "address the HTTP API listens on")
+	fs.StringVar(&f.advertiseURL, "advertise-url", "", "URL other cairn processes reach this server at (default the --listen address)")
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir(), "directory for the embedded etcd, the admin token and the encryption key")
 	fs.StringSliceVar(&f.etcdEndpoints, "etcd-endpoints", nil, "use this external etcd cluster (comma-separated URLs) instead of the embedded one")
 	fs.StringVar(&f.encryptionKeyFile, "encryption-key-file", "", "file with the secret-encryption key (default <data-dir>/encryption.key); every server on one etcd needs the same key")
@@ -105,7 +107,7 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 		return fmt.Errorf("--controllers: %w", err)
 	}
 	d, err := daemon.Start(ctx, daemon.Options{
-		Listen: f.listen, DataDir: f.dataDir, EtcdEndpoints: endpoints,
+		Listen: f.listen, AdvertiseURL: f.advertiseURL, DataDir: f.dataDir, EtcdEndpoints: endpoints,
 		EncryptionKeyFile: f.encryptionKeyFile, ClientConfigPath: cfgPath,
 		Controllers: ctrls, CompactionInterval: f.compactionInterval,
 		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.leaderTTL,
