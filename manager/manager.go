@@ -157,7 +157,7 @@ func New(opts Options) (*Manager, error) {
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "cairn_leader",
 		Help: "1 while this process leads the controllers."})
 	m.terms = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cairn_manager_terms_total",
-		Help: "Leadership terms that ended, by how they ended (stopped, lost, failed)."}, []string{"result"})
+		Help: "Leadership terms that ended: stopped (lease lost or shutdown) or failed (a controller failed)."}, []string{"result"})
 	if opts.Metrics != nil {
 		var err error
 		m.leader = controller.RegisterOrReuse(opts.Metrics, m.leader, &err)
