@@ -10,6 +10,13 @@ const KindTrace = "Trace"
 // GET .../{plural}/{name}/trace.
 const ActionTrace = "trace"
 
+// NewTrace returns the trace of ref with no reconciles: the answer for an
+// object no controller has handled since the controllers started.
+func NewTrace(ref ObjectReference) *Trace {
+	return &Trace{TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: KindTrace}, Object: ref,
+		Reconciles: []TraceReconcile{}}
+}
+
 // Trace is what the controllers did about one object in its last
 // reconciles: the answer to "why is this stuck?". Traces live in the memory
 // of the controller process (the leader), are bounded, and are lost when it

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,23 +58,73 @@ func (m *Manager) Handler(opts HandlerOptions) http.Handler {
 type handler struct {
 	m    *Manager
 	opts HandlerOptions
+
+	mu    sync.Mutex
+	kinds []api.KindInfo // discovery, asked again when a plural is missing
 }
 
-// caller returns an API client acting with the request's bearer token, or
-// writes 401 and returns nil.
-func (h *handler) caller(w http.ResponseWriter, r *http.Request) client.Interface {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+// allowed asks the API server, with the request's bearer token, to read
+// the API path p: the caller may do here what it may read there. It
+// returns whether the object exists; on any answer but 200 or 404 (no
+// token, a token the server rejects, a caller it forbids, a server that
+// does not answer) it writes that answer and returns ok false.
+func (h *handler) allowed(w http.ResponseWriter, r *http.Request, p string) (exists, ok bool) {
+	scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cairn"`)
 		writeStatus(w, api.NewStatus(api.ReasonUnauthorized, "missing bearer token: send \"Authorization: Bearer <token>\""))
-		return nil
+		return false, false
 	}
-	c, err := client.NewHTTP(client.Config{Server: h.opts.Server, Token: strings.TrimSpace(token), HTTPClient: h.opts.HTTPClient})
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, strings.TrimSuffix(h.opts.Server, "/")+p, nil)
 	if err != nil {
 		writeStatus(w, api.NewStatus(api.ReasonUnavailable, "the API server address is not usable"))
-		return nil
+		return false, false
 	}
-	return c
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(token))
+	resp, err := h.opts.HTTPClient.Do(req)
+	if err != nil {
+		writeStatus(w, api.NewStatus(api.ReasonUnavailable, "the API server does not answer"))
+		return false, false
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return true, true
+	case http.StatusNotFound:
+		return false, true
+	}
+	// Relay the API server's refusal as it is.
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if v := resp.Header.Get("WWW-Authenticate"); v != "" {
+		w.Header().Set("WWW-Authenticate", v)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(body)
+	return false, false
+}
+
+// kind resolves a plural through the API's discovery, asked once and
+// again only for a plural it does not know.
+func (h *handler) kind(ctx context.Context, plural string) (api.KindInfo, bool, error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		h.mu.Lock()
+		kinds := h.kinds
+		h.mu.Unlock()
+		if attempt == 1 || kinds == nil {
+			var err error
+			if kinds, err = h.m.opts.Client.Kinds(ctx); err != nil {
+				return api.KindInfo{}, false, err
+			}
+			h.mu.Lock()
+			h.kinds = kinds
+			h.mu.Unlock()
+		}
+		if k, ok := api.ResolveKind(kinds, plural); ok && k.Plural == plural {
+			return k, true, nil
+		}
+	}
+	return api.KindInfo{}, false, nil
 }
 
 func (h *handler) ready(w http.ResponseWriter, r *http.Request) {
@@ -86,14 +138,9 @@ func (h *handler) ready(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
-	c := h.caller(w, r)
-	if c == nil {
-		return
-	}
 	// Whoever may read the controllers' Lease may read their metrics:
 	// admins, not scoped worker tokens.
-	if _, err := c.Get(r.Context(), api.KindLease, "", LeaseName); err != nil && !errors.Is(err, api.ErrNotFound) {
-		writeStatus(w, err)
+	if _, ok := h.allowed(w, r, api.BasePath+"/"+api.Plural(api.KindLease)+"/"+LeaseName); !ok {
 		return
 	}
 	promhttp.HandlerFor(h.opts.Metrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)
@@ -104,32 +151,26 @@ func (h *handler) trace(w http.ResponseWriter, r *http.Request) {
 	segs := strings.Split(strings.TrimPrefix(r.URL.Path, api.BasePath+"/"), "/")
 	var ns, plural, name string
 	switch {
-	case len(segs) == 5 && segs[0] == "namespaces" && segs[4] == "trace":
+	case len(segs) == 5 && segs[0] == "namespaces" && segs[4] == api.ActionTrace:
 		ns, plural, name = segs[1], segs[2], segs[3]
-	case len(segs) == 3 && segs[2] == "trace":
+	case len(segs) == 3 && segs[2] == api.ActionTrace:
 		plural, name = segs[0], segs[1]
 	default:
 		writeStatus(w, api.NewStatus(api.ReasonNotFound, "the path %q is not served by a controller manager", r.URL.Path))
 		return
 	}
-	c := h.caller(w, r)
-	if c == nil {
+	// The caller may read the trace of what it may read.
+	exists, ok := h.allowed(w, r, strings.TrimSuffix(r.URL.Path, "/"+api.ActionTrace))
+	if !ok {
 		return
 	}
-	kinds, err := c.Kinds(r.Context())
+	k, known, err := h.kind(r.Context(), plural)
 	if err != nil {
 		writeStatus(w, err)
 		return
 	}
-	k, ok := api.ResolveKind(kinds, plural)
-	if !ok || k.Plural != plural || k.Namespaced != (ns != "") {
+	if !known || k.Namespaced != (ns != "") {
 		writeStatus(w, api.NewStatus(api.ReasonNotFound, "the server does not serve the resource %q here", plural))
-		return
-	}
-	_, err = c.Get(r.Context(), k.Kind, ns, name)
-	gone := errors.Is(err, api.ErrNotFound)
-	if err != nil && !gone {
-		writeStatus(w, err)
 		return
 	}
 	if !h.m.Leading() {
@@ -139,15 +180,13 @@ func (h *handler) trace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tr, found := h.m.Traces().Get(k.Kind, ns, name)
-	if !found && gone {
-		writeStatus(w, err)
+	if !found && !exists {
+		writeStatus(w, api.NewNotFound(k.Kind, name))
 		return
 	}
 	if tr == nil {
-		tr = &api.Trace{}
+		tr = api.NewTrace(api.ObjectReference{Kind: k.Kind, Namespace: ns, Name: name})
 	}
-	tr.APIVersion, tr.Kind = api.APIVersion, api.KindTrace
-	tr.Object = api.ObjectReference{Kind: k.Kind, Namespace: ns, Name: name}
 	writeJSON(w, http.StatusOK, tr)
 }
 

@@ -62,10 +62,8 @@ func (s *Server) serveTrace(w *statusWriter, r *http.Request, rt *route) {
 			return
 		}
 		if tr == nil {
-			tr = &api.Trace{}
+			tr = api.NewTrace(api.ObjectReference{Kind: rt.kind.Kind, Namespace: rt.ns, Name: rt.name})
 		}
-		tr.APIVersion, tr.Kind = api.APIVersion, api.KindTrace
-		tr.Object = api.ObjectReference{Kind: rt.kind.Kind, Namespace: rt.ns, Name: rt.name}
 		s.writeJSON(w, r, http.StatusOK, tr)
 		return
 	}

@@ -98,11 +98,8 @@ func (s *Store) Get(kind, ns, name string) (*api.Trace, bool) {
 		return nil, false
 	}
 	e := el.Value.(*entry)
-	t := &api.Trace{
-		TypeMeta:   api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindTrace},
-		Object:     ref,
-		Reconciles: make([]api.TraceReconcile, len(e.recs)),
-	}
+	t := api.NewTrace(ref)
+	t.Reconciles = make([]api.TraceReconcile, len(e.recs))
 	for i, r := range e.recs {
 		r.Steps = slices.Clone(r.Steps)
 		t.Reconciles[i] = r

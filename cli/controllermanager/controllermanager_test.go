@@ -222,15 +222,18 @@ func TestControllerManager_TracesForwardedFromAPIServerToIt(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
+		path  string
 		token string
 		code  int
 	}{
-		{"admin", d.Token(), http.StatusOK},
-		{"no token", "", http.StatusUnauthorized},
-		{"unknown token", "not-a-token", http.StatusUnauthorized},
-		{"scoped token that may not read the namespace", scoped, http.StatusForbidden},
+		{"admin", path, d.Token(), http.StatusOK},
+		{"no token", path, "", http.StatusUnauthorized},
+		{"unknown token", path, "not-a-token", http.StatusUnauthorized},
+		{"scoped token that may not read the namespace", path, scoped, http.StatusForbidden},
+		{"metrics for an admin", cm.URL + "/metrics", d.Token(), http.StatusOK},
+		{"metrics for a scoped token", cm.URL + "/metrics", scoped, http.StatusForbidden},
 	} {
-		req, _ := http.NewRequest(http.MethodGet, path, nil)
+		req, _ := http.NewRequest(http.MethodGet, tc.path, nil)
 		if tc.token != "" {
 			req.Header.Set("Authorization", "Bearer "+tc.token)
 		}
@@ -240,7 +243,7 @@ func TestControllerManager_TracesForwardedFromAPIServerToIt(t *testing.T) {
 		}
 		resp.Body.Close()
 		if resp.StatusCode != tc.code {
-			t.Errorf("%s: GET %s = %d, want %d", tc.name, path, resp.StatusCode, tc.code)
+			t.Errorf("%s: GET %s = %d, want %d", tc.name, tc.path, resp.StatusCode, tc.code)
 		}
 	}
 }

@@ -158,11 +158,9 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, kindName, nam
 // request; other errors are the client's.
 func Read(ctx context.Context, c client.Interface, kind, ns, name string) (*api.Trace, error) {
 	ref := api.ObjectReference{Kind: kind, Namespace: ns, Name: name}
-	empty := &api.Trace{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindTrace},
-		Object: ref, Reconciles: []api.TraceReconcile{}}
 	raw, err := c.Action(ctx, client.ActionRequest{Method: "GET", Kind: kind, Namespace: ns, Name: name, Action: api.ActionTrace})
 	if errors.Is(err, api.ErrNotFound) {
-		return empty, nil
+		return api.NewTrace(ref), nil
 	}
 	if err != nil {
 		return nil, err
