@@ -304,8 +304,9 @@ type work struct {
 	explain  explanation // for the trace
 }
 
-// plan decides, under the lock, what to do about uid.
-func (c *Collector) plan(uid string) (work, bool) {
+// plan decides, under the lock, what to do about uid; with tracing it also
+// gathers what the trace will say.
+func (c *Collector) plan(uid string, tracing bool) (work, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n, ok := c.graph.Node(uid)
@@ -326,7 +327,9 @@ func (c *Collector) plan(uid string) (work, bool) {
 			w.detach = append(w.detach, dn)
 		}
 		w.finalize = cs.RemoveFinalizer
-		w.explain = c.explain(uid, cs)
+		if tracing {
+			w.explain = c.explain(uid, cs)
+		}
 		if len(cs.InCycle) > 0 && cs.RemoveFinalizer {
 			c.log.Info("cycle member leaves its deleting cycle", "object", n.String(),
 				"cycle", CycleReport(c.graph, append([]string{uid}, cs.InCycle...)))
@@ -339,7 +342,7 @@ func (c *Collector) plan(uid string) (work, bool) {
 // level-based, deciding from the graph as it is now and re-reading the
 // objects it writes.
 func (c *Collector) reconcile(ctx context.Context, uid string) (controller.Result, error) {
-	w, ok := c.plan(uid)
+	w, ok := c.plan(uid, trace.From(ctx) != nil)
 	if !ok {
 		return controller.Result{}, nil
 	}

@@ -21,14 +21,22 @@ type holdNote struct {
 	owners []string // live owners besides the deleting one, "Kind name"
 }
 
+// group is one kind of remaining dependent: how many, and the notes of the
+// first maxExplained of them.
+type group struct {
+	n     int
+	notes []holdNote
+}
+
 // explanation is what a reconcile records in its trace, gathered from the
-// graph under the collector's lock.
+// graph under the collector's lock: counts of every group, notes of a
+// bounded number, so a cascade of thousands costs no more than of ten.
 type explanation struct {
-	waits  []holdNote // deleting dependents still present
-	skips  []holdNote // dependents left to their controller
-	detach []holdNote // dependents that keep another live owner
-	cycle  int        // deleting dependents on an all-deleting cycle with it
-	total  int        // dependents of a deleting object
+	waits  group // deleting dependents still present
+	skips  group // dependents left to their controller
+	detach group // dependents that keep another live owner
+	cycle  int   // deleting dependents on an all-deleting cycle with it
+	total  int   // dependents of a deleting object
 }
 
 // explain gathers the trace notes of a cascade. The caller holds c.mu.
@@ -47,15 +55,14 @@ func (c *Collector) explain(uid string, cs *Cascade) explanation {
 		}
 		return h
 	}
-	for _, du := range cs.Wait {
-		e.waits = append(e.waits, note(du))
+	collect := func(uids []string) group {
+		g := group{n: len(uids)}
+		for _, du := range uids[:min(len(uids), maxExplained)] {
+			g.notes = append(g.notes, note(du))
+		}
+		return g
 	}
-	for _, du := range cs.Skip {
-		e.skips = append(e.skips, note(du))
-	}
-	for _, du := range cs.Detach {
-		e.detach = append(e.detach, note(du))
-	}
+	e.waits, e.skips, e.detach = collect(cs.Wait), collect(cs.Skip), collect(cs.Detach)
 	e.cycle = len(cs.InCycle)
 	e.total = len(cs.Delete) + len(cs.Detach) + len(cs.Skip) + len(cs.Wait) + len(cs.InCycle)
 	return e
@@ -78,13 +85,13 @@ func traceCascade(ctx context.Context, self Node, w work) {
 		trace.Check(ctx, "deleting, and no %s are left", what)
 		return
 	}
-	requested := e.total - len(w.victims) - len(e.waits) - len(e.skips) - len(e.detach) - e.cycle
+	requested := e.total - len(w.victims) - e.waits.n - e.skips.n - e.detach.n - e.cycle
 	var parts []string
 	for _, p := range []struct {
 		n    int
 		what string
-	}{{len(w.victims), "to delete"}, {requested, "deletion requested"}, {len(e.waits), "already deleting"},
-		{len(e.skips), "left to their controller"}, {len(e.detach), "to detach"}, {e.cycle, "on a deleting ownership cycle"}} {
+	}{{len(w.victims), "to delete"}, {requested, "deletion requested"}, {e.waits.n, "already deleting"},
+		{e.skips.n, "left to their controller"}, {e.detach.n, "to detach"}, {e.cycle, "on a deleting ownership cycle"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
 		}
@@ -97,27 +104,24 @@ func traceCascade(ctx context.Context, self Node, w work) {
 		}
 		trace.Action(ctx, "delete %s", v.Node)
 	}
-	for i, h := range e.detach {
-		if i == maxExplained {
-			trace.Action(ctx, "… and %d more detached", len(e.detach)-maxExplained)
-			break
-		}
+	for _, h := range e.detach.notes {
 		trace.Action(ctx, "detach %s: it keeps its live owner %s", h.node, strings.Join(h.owners, ", "))
 	}
-	for i, h := range e.skips {
-		if i == maxExplained {
-			trace.Exit(ctx, "… and %d more left to their controllers", len(e.skips)-maxExplained)
-			break
-		}
+	if more := e.detach.n - len(e.detach.notes); more > 0 {
+		trace.Action(ctx, "… and %d more detached", more)
+	}
+	for _, h := range e.skips.notes {
 		ref := h.node.controllerRef()
 		trace.Exit(ctx, "waits for %s: its controller owner %s %s deletes it in its own order", h.node, ref.Kind, ref.Name)
 	}
-	for i, h := range e.waits {
-		if i == maxExplained {
-			trace.Exit(ctx, "… and %d more already deleting", len(e.waits)-maxExplained)
-			break
-		}
+	if more := e.skips.n - len(e.skips.notes); more > 0 {
+		trace.Exit(ctx, "… and %d more left to their controllers", more)
+	}
+	for _, h := range e.waits.notes {
 		trace.Exit(ctx, "waits for %s: it is deleting; %s", h.node, holds(h.node))
+	}
+	if more := e.waits.n - len(e.waits.notes); more > 0 {
+		trace.Exit(ctx, "… and %d more already deleting", more)
 	}
 }
 
