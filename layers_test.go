@@ -53,7 +53,7 @@ var allowed = map[string][]string{
 
 	// Test support (see testSupport).
 	"store/storetest":   {"store"},
-	"server/servertest": {"api", "auth", "authz", "identity", "kinds", "registry", "server", "store", "store/storetest"},
+	"server/servertest": {"api", "auth", "authz", "client", "identity", "kinds", "registry", "server", "store", "store/storetest"},
 	"cli/clitest":       {"cli", "client", "daemon"},
 	"internal/testkit":  {"api", "client", "registry", "kinds", "server/servertest", "store/storetest"},
 }

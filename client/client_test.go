@@ -17,11 +17,7 @@ import (
 func start(t *testing.T) (*servertest.Server, client.Interface) {
 	t.Helper()
 	srv := servertest.Start(t)
-	hc, err := client.NewHTTP(client.Config{Server: srv.URL, Token: srv.Token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv, hc
+	return srv, srv.Client(t)
 }
 
 func TestHTTPClient_BadTokenSaysWhereTheTokenCameFrom(t *testing.T) {

@@ -180,11 +180,7 @@ func names(objs []*api.Object) []string {
 
 func TestInformer_SyncsAndDeliversChanges(t *testing.T) {
 	srv := servertest.Start(t)
-	httpc, err := client.NewHTTP(client.Config{Server: srv.URL, Token: srv.Token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, c := range map[string]client.Interface{"http": httpc, "local": local.New(srv.Registry, identity.System())} {
+	for name, c := range map[string]client.Interface{"http": srv.Client(t), "local": local.New(srv.Registry, identity.System())} {
 		t.Run(name, func(t *testing.T) {
 			prefix := name + "-"
 			create(t, c, testkit.Secret("default", prefix+"a", nil, testkit.Labels("set", name)),

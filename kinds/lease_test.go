@@ -13,11 +13,7 @@ import (
 
 func TestLease_ClusterScopedAndValidated(t *testing.T) {
 	s := servertest.Start(t)
-	c, err := client.NewHTTP(client.Config{Server: s.URL, Token: s.Token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	leases := client.For[*api.Lease](c)
+	leases := client.For[*api.Lease](s.Client(t))
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string

@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/manager"
@@ -21,15 +20,6 @@ import (
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-func httpClient(t *testing.T, srv *servertest.Server) client.Interface {
-	t.Helper()
-	c, err := client.NewHTTP(client.Config{Server: srv.URL, Token: srv.Token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // terms records the leadership terms of several managers: who ran when.
 type terms struct {
@@ -112,7 +102,7 @@ func TestManager_OneOfTwoRunsTheControllers_TheOtherTakesOverWhenItStops(t *test
 	tr := newTerms()
 	stops := map[string]func(){}
 	for _, id := range []string{"http://a", "http://b"} {
-		m, err := manager.New(manager.Options{Client: httpClient(t, srv), Identity: id, LeaderElection: true,
+		m, err := manager.New(manager.Options{Client: srv.Client(t), Identity: id, LeaderElection: true,
 			LeaseDuration: 2 * time.Second, Logger: quiet(), Controllers: []manager.Controller{tr.controller(id, nil)}})
 		if err != nil {
 			t.Fatal(err)
@@ -124,7 +114,7 @@ func TestManager_OneOfTwoRunsTheControllers_TheOtherTakesOverWhenItStops(t *test
 		first = tr.leader()
 		return first != ""
 	})
-	holder, err := lease.Current(context.Background(), httpClient(t, srv), manager.LeaseName)
+	holder, err := lease.Current(context.Background(), srv.Client(t), manager.LeaseName)
 	if err != nil || holder != first {
 		t.Fatalf("lease holder %q (%v), want the running manager %s", holder, err, first)
 	}
@@ -146,7 +136,7 @@ func TestManager_FailingControllerEndsTheTerm_AnotherManagerTakesOver(t *testing
 	var failA atomic.Bool
 	failA.Store(true)
 	regA := prometheus.NewRegistry()
-	a, err := manager.New(manager.Options{Client: httpClient(t, srv), Identity: "http://a", LeaderElection: true,
+	a, err := manager.New(manager.Options{Client: srv.Client(t), Identity: "http://a", LeaderElection: true,
 		LeaseDuration: 2 * time.Second, Logger: quiet(), Metrics: regA,
 		Controllers: []manager.Controller{tr.controller("http://a", &failA)}})
 	if err != nil {
@@ -154,7 +144,7 @@ func TestManager_FailingControllerEndsTheTerm_AnotherManagerTakesOver(t *testing
 	}
 	startManager(t, a)
 	testkit.Eventually(t, 20*time.Second, "manager a leads", func() bool { return tr.leader() == "http://a" })
-	b, err := manager.New(manager.Options{Client: httpClient(t, srv), Identity: "http://b", LeaderElection: true,
+	b, err := manager.New(manager.Options{Client: srv.Client(t), Identity: "http://b", LeaderElection: true,
 		LeaseDuration: 2 * time.Second, Logger: quiet(), Controllers: []manager.Controller{tr.controller("http://b", nil)}})
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +164,7 @@ func TestManager_FailingControllerEndsTheTerm_AnotherManagerTakesOver(t *testing
 func TestManager_SetupErrorEndsTheTermAndIsRetried(t *testing.T) {
 	srv := servertest.Start(t)
 	var setups atomic.Int32
-	m, err := manager.New(manager.Options{Client: httpClient(t, srv), Logger: quiet(), RestartBackoff: 50 * time.Millisecond,
+	m, err := manager.New(manager.Options{Client: srv.Client(t), Logger: quiet(), RestartBackoff: 50 * time.Millisecond,
 		Controllers: []manager.Controller{{Name: "broken", Setup: func(*manager.Term) error {
 			setups.Add(1)
 			return errors.New("cannot set up")
@@ -195,7 +185,7 @@ func TestManager_ControllersShareOneInformerPerKind(t *testing.T) {
 			return nil
 		}}
 	}
-	m, err := manager.New(manager.Options{Client: httpClient(t, srv), Logger: quiet(),
+	m, err := manager.New(manager.Options{Client: srv.Client(t), Logger: quiet(),
 		Controllers: []manager.Controller{share("one"), share("two")}})
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +204,7 @@ func TestManager_NewRejectsMissingPieces(t *testing.T) {
 		opts manager.Options
 	}{
 		{"no client", manager.Options{}},
-		{"election without identity", manager.Options{Client: httpClient(t, srv), LeaderElection: true}},
+		{"election without identity", manager.Options{Client: srv.Client(t), LeaderElection: true}},
 	} {
 		if _, err := manager.New(tc.opts); err == nil {
 			t.Errorf("%s: New accepted it", tc.name)

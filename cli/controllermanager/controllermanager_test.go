@@ -45,15 +45,6 @@ func writeToken(t *testing.T, token string) string {
 	return path
 }
 
-func adminClient(t *testing.T, srv *servertest.Server) client.Interface {
-	t.Helper()
-	c, err := client.NewHTTP(client.Config{Server: srv.URL, Token: srv.Token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // TestControllerManager_ActiveKilledMidCascade_StandbyFinishesIt runs two
 // controller managers against one pure API server (no controllers of its
 // own), deletes a namespace holding thousands of objects, SIGKILLs the
@@ -62,7 +53,7 @@ func adminClient(t *testing.T, srv *servertest.Server) client.Interface {
 func TestControllerManager_ActiveKilledMidCascade_StandbyFinishesIt(t *testing.T) {
 	const objects = 4000
 	srv := servertest.Start(t)
-	c := adminClient(t, srv)
+	c := srv.Client(t)
 	ctx := context.Background()
 	bin := clitest.BuildCairn(t)
 	tokenFile := writeToken(t, srv.Token)

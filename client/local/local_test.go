@@ -74,11 +74,7 @@ func widgetKind() registry.Kind {
 func start(t *testing.T) (*servertest.Server, map[string]client.Interface) {
 	t.Helper()
 	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(kinds.Deps{}), widgetKind())...))
-	hc, err := client.NewHTTP(client.Config{Server: srv.URL, Token: srv.Token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv, map[string]client.Interface{"http": hc, "local": local.New(srv.Registry, identity.System())}
+	return srv, map[string]client.Interface{"http": srv.Client(t), "local": local.New(srv.Registry, identity.System())}
 }
 
 func TestClient_CRUDBehavesAlikeOverHTTPAndInProcess(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/server/servertest"
@@ -162,10 +161,7 @@ func TestContext_EndsAtCleanup(t *testing.T) {
 
 func TestWidgetKind_IsServedWithSpecAndStatus(t *testing.T) {
 	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(kinds.Deps{}), testkit.WidgetKind())...))
-	c, err := client.NewHTTP(client.Config{Server: srv.URL, Token: srv.Token})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := srv.Client(t)
 	ctx := testkit.Context(t)
 	w, err := c.Create(ctx, testkit.Widget("default", "w1", testkit.Spec(`{"size":3,"ref":"s1"}`)))
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"cairn.dev/cairn/auth"
 	"cairn.dev/cairn/authz"
+	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/registry"
@@ -208,4 +209,15 @@ func (s *Server) NewToken(t testing.TB, u identity.User) string {
 		t.Fatalf("servertest: register token: %v", err)
 	}
 	return token
+}
+
+// Client returns an HTTP API client acting with the admin token. It does
+// not contact the server.
+func (s *Server) Client(t testing.TB) client.Interface {
+	t.Helper()
+	c, err := client.NewHTTP(client.Config{Server: s.URL, Token: s.Token})
+	if err != nil {
+		t.Fatalf("servertest: client: %v", err)
+	}
+	return c
 }
