@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,15 +182,22 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (identit
 	return u, nil
 }
 
+// ErrTokenFileNotPrivate is returned by EnsureAdminToken for a token file
+// that users other than its owner may read, write or execute.
+var ErrTokenFileNotPrivate = errors.New("auth: the admin token file is open to other users")
+
 // EnsureAdminToken makes sure an admin token exists in the file at path and
 // is registered. If the file exists its token is (re-)registered as
 // AdminUser(); otherwise a new token is generated, registered, and written
 // atomically to path with mode 0600 (its directory is created with mode
-// 0700). It returns the token. It fails on an empty or unreadable token
-// file, a store failure, or a failure to write the file; a token is never
-// written to the file before it is registered.
+// 0700). It returns the token. It fails with ErrTokenFileNotPrivate
+// (naming the file, its mode and the fix) when the file exists with any
+// permission for group or others, and fails on an empty or unreadable
+// token file, a store failure, or a failure to write the file; a token is
+// never written to the file before it is registered, and never appears in
+// an error.
 func (a *Authenticator) EnsureAdminToken(ctx context.Context, path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := readPrivate(path)
 	switch {
 	case err == nil:
 		token := strings.TrimSpace(string(b))
@@ -201,7 +209,7 @@ func (a *Authenticator) EnsureAdminToken(ctx context.Context, path string) (stri
 		}
 		return token, nil
 	case !errors.Is(err, os.ErrNotExist):
-		return "", fmt.Errorf("auth: read admin token: %w", err)
+		return "", err
 	}
 	token, err := NewToken()
 	if err != nil {
@@ -214,6 +222,34 @@ func (a *Authenticator) EnsureAdminToken(ctx context.Context, path string) (stri
 		return "", err
 	}
 	return token, nil
+}
+
+// readPrivate reads the token file at path, refusing it when group or
+// others have any permission on it. The mode is checked on the open file,
+// so the file read is the file checked. A missing file is an
+// os.ErrNotExist.
+func readPrivate(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("auth: read admin token: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("auth: read admin token: %w", err)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("%w: %s has mode %04o, so other users can read or change the token: run 'chmod 600 %s'",
+			ErrTokenFileNotPrivate, path, perm, path)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("auth: read admin token: %w", err)
+	}
+	return b, nil
 }
 
 // ensureRegistered registers token as u unless it already is, so a restart

@@ -50,7 +50,9 @@ type Options struct {
 	// listener, which is right on one machine only when Listen names a
 	// wildcard address.
 	AdvertiseURL string
-	// DataDir holds the embedded etcd, admin.token and encryption.key.
+	// DataDir holds the embedded etcd (its data, and etcd.sock, the only
+	// way to reach it), admin.token and encryption.key. It is created with
+	// mode 0700; an existing one must give group and others no access.
 	DataDir string
 	// EtcdEndpoints selects an external etcd cluster instead of the
 	// embedded one.
@@ -100,9 +102,11 @@ type Daemon struct {
 }
 
 // Start brings a server up and returns once it serves HTTP. It fails when
-// the data dir cannot be used, etcd cannot be started or reached, the
-// encryption key does not match the store's, or the address is taken. Stop
-// ends it.
+// the data dir cannot be used (ErrDataDirNotPrivate when other users have
+// access to it), the encryption key or admin token file is open to other
+// users (registry.ErrKeyFileNotPrivate, auth.ErrTokenFileNotPrivate), etcd
+// cannot be started or reached, the encryption key does not match the
+// store's, or the address is taken. Stop ends it.
 func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	d, err := start(ctx, opts)
 	if err != nil {
@@ -120,8 +124,8 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{opts: opts, log: opts.Logger, done: make(chan struct{})}
-	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("daemon: data dir: %w", err)
+	if err := prepareDataDir(opts.DataDir); err != nil {
+		return nil, err
 	}
 	endpoints := opts.EtcdEndpoints
 	if len(endpoints) == 0 {
@@ -255,6 +259,33 @@ func validate(o Options) error {
 	return nil
 }
 
+// ErrDataDirNotPrivate is returned by Start for an existing data dir that
+// users other than its owner may enter, list or write.
+var ErrDataDirNotPrivate = errors.New("daemon: the data dir is open to other users")
+
+// prepareDataDir creates the data dir with mode 0700, or checks that an
+// existing one is a directory that group and others have no permission on:
+// it holds the admin token, the encryption key and etcd's socket and data.
+func prepareDataDir(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("daemon: data dir: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("daemon: data dir: %w", err)
+	case !st.IsDir():
+		return fmt.Errorf("daemon: data dir %s is not a directory", dir)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("%w: %s has mode %04o, so other users can reach the admin token, the encryption key and the store: run 'chmod 700 %s'",
+			ErrDataDirNotPrivate, dir, perm, dir)
+	}
+	return nil
+}
+
 // spawn runs f until the daemon stops; the first error ends the daemon.
 func (d *Daemon) spawn(f func() error) {
 	d.wg.Add(1)
@@ -300,7 +331,8 @@ func (d *Daemon) Metrics() *prometheus.Registry { return d.metrics }
 // Store is the daemon's store.
 func (d *Daemon) Store() *store.Store { return d.store }
 
-// EtcdEndpoint is the client URL of the embedded etcd ("" when external).
+// EtcdEndpoint is the client endpoint of the embedded etcd, "unix://"
+// followed by the path of its socket in the data dir ("" when external).
 func (d *Daemon) EtcdEndpoint() string {
 	if d.embedded == nil {
 		return ""

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,10 +50,17 @@ func NewEncryption(key []byte) (*Encryption, error) {
 	return &Encryption{aead: aead, id: hex.EncodeToString(sum[:8])}, nil
 }
 
+// ErrKeyFileNotPrivate is returned by LoadOrCreateKey for a key file that
+// users other than its owner may read, write or execute.
+var ErrKeyFileNotPrivate = errors.New("registry: the encryption key file is open to other users")
+
 // LoadOrCreateKey reads a base64-encoded 32-byte key from path, or, when the
-// file does not exist, generates one and writes it with mode 0600.
+// file does not exist, generates one and writes it with mode 0600. It
+// fails with ErrKeyFileNotPrivate, naming the file, its mode and the fix,
+// when the file exists with any permission for group or others; the key
+// itself never appears in an error.
 func LoadOrCreateKey(path string) (*Encryption, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := readPrivate(path)
 	if errors.Is(err, os.ErrNotExist) {
 		key := make([]byte, 32)
 		if _, err := rand.Read(key); err != nil {
@@ -68,13 +76,40 @@ func LoadOrCreateKey(path string) (*Encryption, error) {
 		return NewEncryption(key)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("registry: read encryption key: %w", err)
+		return nil, err
 	}
 	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(raw)))
 	if err != nil {
 		return nil, fmt.Errorf("registry: encryption key file %s is not base64: %w", path, err)
 	}
 	return NewEncryption(key)
+}
+
+// readPrivate reads the key file at path, refusing it when group or others
+// have any permission on it. The mode is checked on the open file, so the
+// file read is the file checked. A missing file is an os.ErrNotExist.
+func readPrivate(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("registry: read encryption key: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("registry: read encryption key: %w", err)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("%w: %s has mode %04o, so other users can read or change the key: run 'chmod 600 %s'",
+			ErrKeyFileNotPrivate, path, perm, path)
+	}
+	raw, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("registry: read encryption key: %w", err)
+	}
+	return raw, nil
 }
 
 // ID is a short fingerprint of the key (never the key itself).
