@@ -106,7 +106,7 @@ func lockDir(dir string) (*os.File, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s is locked", ErrDataDirInUse, path)
+			return nil, fmt.Errorf("%w: another process holds the lock on %s", ErrDataDirInUse, path)
 		}
 		return nil, fmt.Errorf("embedded: lock the data dir: %w", err)
 	}
