@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -32,7 +33,7 @@ import (
 func startServer(b *testing.B) (*daemon.Daemon, client.Interface) {
 	b.Helper()
 	d, err := daemon.Start(context.Background(), daemon.Options{
-		Listen: "127.0.0.1:0", DataDir: b.TempDir(), Controllers: controllers.List(controllers.Config{GCWorkers: 32}),
+		Listen: "127.0.0.1:0", DataDir: filepath.Join(b.TempDir(), "data"), Controllers: controllers.List(controllers.Config{GCWorkers: 32}),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

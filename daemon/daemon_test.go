@@ -50,11 +50,15 @@ func httpClient(t *testing.T, d *daemon.Daemon) client.Interface {
 	return c
 }
 
+// dataDir returns a data dir for a server, not created yet: t.TempDir()
+// itself has mode 0755, which the server refuses.
+func dataDir(t *testing.T) string { return filepath.Join(t.TempDir(), "data") }
+
 // password is the data every test secret holds.
 func password() map[string]string { return map[string]string{"password": "s3cr3t-value"} }
 
 func TestDaemon_FirstStartWritesTokenAndConfigWithPrivateModes(t *testing.T) {
-	dir := t.TempDir()
+	dir := dataDir(t)
 	cfg := filepath.Join(t.TempDir(), "home", ".cairn", "config")
 	d := start(t, daemon.Options{DataDir: dir, ClientConfigPath: cfg})
 	for _, p := range []string{filepath.Join(dir, "admin.token"), filepath.Join(dir, "encryption.key"), cfg} {
@@ -78,7 +82,7 @@ func TestDaemon_FirstStartWritesTokenAndConfigWithPrivateModes(t *testing.T) {
 }
 
 func TestDaemon_RestartOnSameDataDirKeepsEveryObject(t *testing.T) {
-	dir := t.TempDir()
+	dir := dataDir(t)
 	d := start(t, daemon.Options{DataDir: dir})
 	c := httpClient(t, d)
 	ctx := context.Background()
@@ -133,7 +137,7 @@ func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *
 	_, endpoint := storetest.Start(t)
 	key := filepath.Join(t.TempDir(), "shared.key")
 	opts := func() daemon.Options {
-		return daemon.Options{DataDir: t.TempDir(), EtcdEndpoints: []string{endpoint}, EncryptionKeyFile: key,
+		return daemon.Options{DataDir: dataDir(t), EtcdEndpoints: []string{endpoint}, EncryptionKeyFile: key,
 			Controllers: controllers.List(controllers.Config{}), LeaderTTL: 2 * time.Second}
 	}
 	d1, d2 := start(t, opts()), start(t, opts())
@@ -219,7 +223,7 @@ func TestDaemon_TwoServersOneEtcd_OneCollectorActsAndFailoverFinishesCascade(t *
 
 func TestDaemon_PureAPIServerRunsNoControllersButStillCompacts(t *testing.T) {
 	_, endpoint := storetest.Start(t)
-	d := start(t, daemon.Options{DataDir: t.TempDir(), EtcdEndpoints: []string{endpoint},
+	d := start(t, daemon.Options{DataDir: dataDir(t), EtcdEndpoints: []string{endpoint},
 		CompactionInterval: 200 * time.Millisecond})
 	c := httpClient(t, d)
 	ctx := context.Background()

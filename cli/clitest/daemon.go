@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"testing"
 
 	"cairn.dev/cairn/client"
@@ -11,8 +12,8 @@ import (
 )
 
 // StartDaemon runs a whole cairn server in the test process (embedded etcd
-// under t.TempDir(), HTTP on a free loopback port, the controllers opts
-// names) and returns it with an admin HTTP client. Listen, DataDir and
+// in a new data dir under t.TempDir(), HTTP on a free loopback port, the
+// controllers opts names) and returns it with an admin HTTP client. Listen, DataDir and
 // Logger default to those test values. It stops at test cleanup.
 func StartDaemon(t testing.TB, opts daemon.Options) (*daemon.Daemon, client.Interface) {
 	t.Helper()
@@ -20,7 +21,7 @@ func StartDaemon(t testing.TB, opts daemon.Options) (*daemon.Daemon, client.Inte
 		opts.Listen = "127.0.0.1:0"
 	}
 	if opts.DataDir == "" {
-		opts.DataDir = t.TempDir()
+		opts.DataDir = filepath.Join(t.TempDir(), "data") // t.TempDir() is 0755, which the server refuses
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
