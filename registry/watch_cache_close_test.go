@@ -18,7 +18,7 @@ import (
 
 func TestWatchCache_SlowStoreDoesNotHoldUpClose(t *testing.T) {
 	_, endpoint := storetest.Start(t)
-	p := startGateProxy(t, strings.TrimPrefix(endpoint, "http://"))
+	p := startGateProxy(t, strings.TrimPrefix(endpoint, "unix://"))
 	cli, err := store.Dial(context.Background(), []string{"http://" + p.addr()})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,8 @@ func TestWatchCache_SlowStoreDoesNotHoldUpClose(t *testing.T) {
 	}
 }
 
-// gateProxy forwards TCP connections to a target; while paused it holds
+// gateProxy forwards TCP connections to a target unix socket (the embedded
+// etcd's); while paused it holds
 // what clients send (and reports, on held, that something was held).
 type gateProxy struct {
 	ln     net.Listener
@@ -142,7 +143,7 @@ func (p *gateProxy) accept() {
 		if err != nil {
 			return
 		}
-		out, err := net.Dial("tcp", p.target)
+		out, err := net.Dial("unix", p.target)
 		if err != nil {
 			in.Close()
 			continue

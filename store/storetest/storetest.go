@@ -9,8 +9,10 @@ import (
 	"cairn.dev/cairn/store/embedded"
 )
 
-// Start runs an embedded etcd under t.TempDir() on a free loopback port and
-// returns a store on it and its client endpoint. Both stop at test cleanup.
+// Start runs an embedded etcd under t.TempDir() and returns a store on it
+// and its client endpoint ("unix://" and the path of its socket, for
+// store.Dial or --etcd-endpoints of a process run by the same user). Both
+// stop at test cleanup.
 func Start(t testing.TB) (*store.Store, string) {
 	t.Helper()
 	e, err := embedded.Start(t.TempDir(), embedded.Options{})
