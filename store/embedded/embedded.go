@@ -46,8 +46,8 @@ var (
 type Etcd struct {
 	etcd *embed.Etcd
 	lock *os.File
-	// Endpoint is the client endpoint to give store.Dial:
-	// "unix://" followed by the absolute path of the socket.
+	// Endpoint is the client endpoint to give store.Dial: "unix://"
+	// followed by the absolute path of the socket, URL-escaped.
 	Endpoint string
 	// Socket is the absolute path of the client socket.
 	Socket string
@@ -90,7 +90,10 @@ func Start(dir string, opts Options) (*Etcd, error) {
 		lock.Close()
 		return nil, err
 	}
-	return &Etcd{etcd: e, lock: lock, Endpoint: "unix://" + sock, Socket: sock}, nil
+	// The endpoint is a URL: its path is escaped, so that a data dir whose
+	// name holds '%', '#' or '?' still names the socket.
+	ep := "unix://" + (&url.URL{Path: sock}).EscapedPath()
+	return &Etcd{etcd: e, lock: lock, Endpoint: ep, Socket: sock}, nil
 }
 
 // lockDir takes an exclusive lock on dir's lock file, held until the file
@@ -126,6 +129,9 @@ func startEtcd(dir, sock string, opts Options) (*embed.Etcd, error) {
 	cfg.AdvertisePeerUrls = []url.URL{*purl}
 	cfg.InitialCluster = cfg.Name + "=" + purl.String()
 	cfg.ListenMetricsUrls = nil
+	// cairn speaks gRPC only; the JSON gateway would be one more way in
+	// (and it cannot dial a socket whose path holds a '%').
+	cfg.EnableGRPCGateway = false
 	cfg.LogLevel = "error"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	cfg.MaxRequestBytes = 4 << 20

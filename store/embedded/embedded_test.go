@@ -199,3 +199,12 @@ func TestClose_RemovesTheSocketAndFreesTheDataDir(t *testing.T) {
 	}
 	roundTrip(t, start(t, dir).Endpoint, "k", "v")
 }
+
+func TestStart_DataDirWhoseNameNeedsURLEscapingIsReachable(t *testing.T) {
+	for _, name := range []string{"with space", "100%", "100%zz", "a#b", "a?b", "a:b", "ü"} {
+		t.Run(name, func(t *testing.T) {
+			e := start(t, filepath.Join(t.TempDir(), name))
+			roundTrip(t, e.Endpoint, "k", "v")
+		})
+	}
+}
