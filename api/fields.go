@@ -50,20 +50,26 @@ func MetadataFields() []string { return FieldNames(reflect.TypeFor[ObjectMeta]()
 // NewUnknownField reports a field name that is not among known, the names
 // allowed where it appears: path is the field's full path
 // ("metadata.Labels"), name its last part ("Labels"), and where says what
-// holds it ("metadata", "a Secret"). A name that differs from a known one
+// holds it ("metadata", "a Secret"), to start a sentence. A name that differs from a known one
 // only in case is pointed to that one. The message lists the known names
 // and never a value. It is a BadRequest whose cause names path.
 func NewUnknownField(path, name string, known []string, where string) *Status {
-	msg := "unknown field"
+	fields := fmt.Sprintf("has the fields %s (names are case-sensitive)", strings.Join(known, ", "))
+	msg := fmt.Sprintf("unknown field: %s %s", where, fields)
 	if k, ok := CaseVariant(name, known); ok {
-		msg += fmt.Sprintf(": did you mean %s? Field names are case-sensitive", k)
-	} else {
-		msg += fmt.Sprintf(": %s has the fields %s (names are case-sensitive)", where, strings.Join(known, ", "))
+		msg = fmt.Sprintf("unknown field: did you mean %s? %s %s", k, upperFirst(where), fields)
 	}
 	p := ShowPath(path)
 	st := NewBadRequest("%s: %s", p, msg)
 	st.Details = &StatusDetails{Causes: []StatusCause{{Field: p, Type: "FieldValueNotSupported", Message: msg}}}
 	return st
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // CaseVariant returns the name among known that equals name but for case,
