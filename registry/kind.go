@@ -138,7 +138,8 @@ func Define[T api.Resource](s Spec[T]) Kind {
 				return nil, errs, nil
 			}
 		}
-		t, err := decode(obj, true)
+		// A delete's object is the stored one: only writes are checked.
+		t, err := decode(obj, op != OpDelete)
 		if st, ok := errors.AsType[*api.Status](err); ok {
 			return nil, nil, st
 		}
