@@ -30,6 +30,9 @@ const (
 	ReasonInternalError    Reason = "InternalError"
 	ReasonUnavailable      Reason = "ServiceUnavailable"
 	ReasonTimeout          Reason = "Timeout"
+	// ReasonRequestTimeout: the client did not send its request body in
+	// time (HTTP 408); the server closes the connection.
+	ReasonRequestTimeout Reason = "RequestTimeout"
 )
 
 // Code returns the HTTP status code of a reason. It is the one place where
@@ -62,6 +65,8 @@ func (r Reason) Code() int {
 		return http.StatusServiceUnavailable
 	case ReasonTimeout:
 		return http.StatusGatewayTimeout
+	case ReasonRequestTimeout:
+		return http.StatusRequestTimeout
 	default:
 		return http.StatusInternalServerError
 	}

@@ -109,6 +109,8 @@ func reasonForCode(code int) api.Reason {
 		return api.ReasonUnavailable
 	case http.StatusGatewayTimeout:
 		return api.ReasonTimeout
+	case http.StatusRequestTimeout:
+		return api.ReasonRequestTimeout
 	default:
 		return api.ReasonInternalError
 	}

@@ -74,6 +74,9 @@ type Options struct {
 	BookmarkInterval time.Duration
 	// LeaderTTL: how long a dead leader blocks failover; default 5s.
 	LeaderTTL time.Duration
+	// BodyReadTimeout bounds how long reading a request body may take
+	// (server.Options.BodyReadTimeout); 0 takes the server's default.
+	BodyReadTimeout time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -178,7 +181,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 	}
 	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log,
-		Traces: traceSource{d}})
+		Traces: traceSource{d}, BodyReadTimeout: opts.BodyReadTimeout})
 	if err != nil {
 		return d, err
 	}

@@ -16,7 +16,8 @@ const maxHolderBytes = 1 << 10
 // written by the candidates of package lease.
 func Lease() registry.Kind {
 	return registry.Define(registry.Spec[*api.Lease]{
-		Kind: api.KindLease,
+		Kind:   api.KindLease,
+		Fields: []string{"spec"},
 		Columns: []api.Column{
 			{Name: "HOLDER", Path: ".spec.holderIdentity"},
 			{Name: "RENEWED", Path: ".spec.renewTime", Format: "age"},

@@ -13,6 +13,7 @@ func Namespace() registry.Kind {
 	return registry.Define(registry.Spec[*api.Namespace]{
 		Kind:       api.KindNamespace,
 		ShortNames: []string{"ns"},
+		Fields:     []string{"status"},
 		Columns: []api.Column{
 			{Name: "STATUS", Path: ".status.phase"},
 			{Name: "AGE", Path: ".metadata.creationTimestamp", Format: "age"},

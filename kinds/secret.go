@@ -38,6 +38,7 @@ func Secret() registry.Kind {
 		Namespaced: true,
 		Encrypted:  true,
 		Sensitive:  []string{"data", "stringData"},
+		Fields:     []string{"data", "stringData", "type"},
 		Columns: []api.Column{
 			{Name: "TYPE", Path: ".type"},
 			{Name: "DATA", Path: ".data", Format: "count"},

@@ -27,6 +27,14 @@ type Kind struct {
 	Encrypted bool
 	// Actions are kind-specific endpoints (cancel, jobs, logs, trace, ...).
 	Actions []Action
+	// Fields are the top-level fields of the kind's objects besides
+	// apiVersion, kind and metadata (Spec.Fields). Any other top-level
+	// field is refused, names being case-sensitive.
+	Fields []string
+
+	// fieldsErr is set when Spec.Fields does not match the Go type; New
+	// refuses the kind.
+	fieldsErr error
 
 	// authorize is the kind's authorization rule (Spec.Authorize), or nil.
 	authorize authz.Rule
@@ -52,7 +60,12 @@ type Spec[T api.Resource] struct {
 	// Sensitive names the top-level fields whose values are secret; it is
 	// published in discovery so that printers redact them.
 	Sensitive []string
-	Actions   []Action
+	// Fields declares the top-level fields of the kind besides apiVersion,
+	// kind and metadata (e.g. spec and status; a Secret's data, stringData
+	// and type). They must be exactly the JSON fields of T; nil takes
+	// those. Objects with any other top-level field are refused.
+	Fields  []string
+	Actions []Action
 
 	// Authorize grants (or denies) callers other than admins the verbs on
 	// objects of this kind, including its actions' verbs (see authz). With
@@ -85,11 +98,16 @@ type Spec[T api.Resource] struct {
 func Define[T api.Resource](s Spec[T]) Kind {
 	elem := reflect.TypeFor[T]().Elem()
 	newT := func() T { return reflect.New(elem).Interface().(T) }
-	decode := func(o *api.Object) (T, error) {
+	decode := func(o *api.Object, strict bool) (T, error) {
 		t := newT()
 		raw, err := json.Marshal(o)
 		if err != nil {
 			return t, err
+		}
+		if strict {
+			if err := strictDecode(s.Kind, o.Name, raw, newT()); err != nil {
+				return t, err
+			}
 		}
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
@@ -109,6 +127,7 @@ func Define[T api.Resource](s Spec[T]) Kind {
 		Actions:   s.Actions,
 		authorize: s.Authorize,
 	}
+	k.Fields, k.fieldsErr = declaredFields(s.Kind, s.Fields, elem)
 	for _, a := range s.Actions {
 		k.Subresources = append(k.Subresources, a.Name)
 	}
@@ -119,13 +138,17 @@ func Define[T api.Resource](s Spec[T]) Kind {
 				return nil, errs, nil
 			}
 		}
-		t, err := decode(obj)
+		// A delete's object is the stored one: only writes are checked.
+		t, err := decode(obj, op != OpDelete)
+		if st, ok := errors.AsType[*api.Status](err); ok {
+			return nil, nil, st
+		}
 		if err != nil {
 			return nil, nil, api.NewBadRequest("%s %q: %s", s.Kind, obj.Name, describeDecodeError(err))
 		}
 		var o T
 		if old != nil {
-			if o, err = decode(old); err != nil {
+			if o, err = decode(old, false); err != nil {
 				return nil, nil, fmt.Errorf("registry: stored %s %q does not decode: %w", s.Kind, old.Name, err)
 			}
 		}

@@ -16,7 +16,8 @@ import (
 
 var metaPath = field.NewPath("metadata")
 
-// checkType fills an empty apiVersion and rejects a wrong one.
+// checkType fills an empty apiVersion and rejects a wrong one, a kind
+// that does not match, and a top-level field the kind does not declare.
 func checkType(k *Kind, obj *api.Object) error {
 	if obj.APIVersion == "" {
 		obj.APIVersion = api.APIVersion
@@ -27,7 +28,7 @@ func checkType(k *Kind, obj *api.Object) error {
 	if obj.Kind != k.Kind {
 		return api.NewBadRequest("kind %q does not match the resource %q", obj.Kind, k.Plural)
 	}
-	return nil
+	return checkFields(k, obj)
 }
 
 // validateMeta checks the user-settable metadata of obj.

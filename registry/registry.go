@@ -89,6 +89,9 @@ func New(s *store.Store, opts Options) (*Registry, error) {
 		if k.prepare == nil {
 			return nil, fmt.Errorf("registry: kind %q was not built with Define", k.Kind)
 		}
+		if k.fieldsErr != nil {
+			return nil, k.fieldsErr
+		}
 		if _, dup := r.kinds[k.Kind]; dup {
 			return nil, fmt.Errorf("registry: kind %q registered twice", k.Kind)
 		}

@@ -93,6 +93,9 @@ func (r *Registry) Patch(ctx context.Context, kind, ns, name string, patch []byt
 	if err := json.Unmarshal(patch, &probe); err != nil || probe == nil {
 		return nil, api.NewBadRequest("the patch is not a JSON object: %s", describeDecodeError(errOrNull(err)))
 	}
+	if err := checkPatchFields(k, probe); err != nil {
+		return nil, err
+	}
 	out, err := r.patch(ctx, r.admission(op, u), k, ns, name, patch)
 	return out, apiError(err, k.Kind, name)
 }

@@ -91,7 +91,7 @@ func TestRoutes_UnknownPathsAndWrongMethods(t *testing.T) {
 		{"GET", path("secrets", "x"), http.StatusNotFound},        // namespaced kind outside a namespace
 		{"GET", nsPath("default", "widgets", "w", "nothing"), http.StatusNotFound},
 		{"GET", nsPath("default", "widgets", "w", "status", "x"), http.StatusNotFound},
-		{"GET", base + "//x", http.StatusNotFound},
+		{"GET", base + "//x", http.StatusBadRequest}, // an empty segment is refused, never routed
 		{"POST", path("secrets"), http.StatusMethodNotAllowed},
 		{"DELETE", nsPath("default", "secrets"), http.StatusMethodNotAllowed},
 		{"POST", nsPath("default", "secrets", "x"), http.StatusMethodNotAllowed},

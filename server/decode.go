@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
+	"time"
 
-	"sigs.k8s.io/yaml"
+	sigsjson "sigs.k8s.io/json"
 
 	"cairn.dev/cairn/api"
 )
@@ -57,12 +61,31 @@ func requestMedia(r *http.Request, patch bool) (media, error) {
 		"unsupported Content-Type %q: send application/json or application/yaml", short(ct))
 }
 
-// readBody reads the request body, at most MaxBodyBytes (413 beyond).
+// readBody reads the request body, at most MaxBodyBytes (413 beyond),
+// within BodyReadTimeout (408 beyond, and the connection is closed).
+//
+// The deadline is set on the connection for this read only, through
+// http.ResponseController: http.Server.ReadTimeout would also bound the
+// connection's reads while a watch streams and so cut every watch.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.ContentLength > s.opts.MaxBodyBytes {
 		return nil, tooLarge(s.opts.MaxBodyBytes)
 	}
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout)) == nil
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The deadline stays: the server's attempt to drain the rest of
+		// the body fails at once and the connection closes.
+		w.Header().Set("Connection", "close")
+		return nil, api.NewStatus(api.ReasonRequestTimeout,
+			"the request body did not arrive within %s: send it at once", s.opts.BodyReadTimeout)
+	}
+	if deadline {
+		// Lift it once read: a streaming response keeps reading the
+		// connection to notice when the client leaves.
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, tooLarge(s.opts.MaxBodyBytes)
@@ -70,6 +93,19 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, api.NewBadRequest("cannot read the request body: %v", err)
 	}
 	return b, nil
+}
+
+// limitBodyRead sets the body deadline (BodyReadTimeout from now) on a
+// request that may carry a body, before anything else is done with it: a
+// request refused before its body is read (unauthenticated, unknown path)
+// is answered once the server gave up draining the body, and its
+// connection closes. readBody sets the deadline again and lifts it once the
+// body is read. Bodiless GETs (watches) get none.
+func (s *Server) limitBodyRead(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 || r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
 }
 
 func tooLarge(max int64) error {
@@ -84,11 +120,13 @@ func decodeObject(body []byte, m media) (*api.Object, error) {
 		return nil, api.NewBadRequest("the request body is empty: send an object")
 	}
 	if m == mediaYAML {
-		j, err := yaml.YAMLToJSON(body)
+		j, err := yamlToJSON(body)
 		if err != nil {
-			return nil, api.NewBadRequest("malformed YAML: %s", strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "))
+			return nil, err
 		}
 		body = j
+	} else if err := checkJSONText(body); err != nil {
+		return nil, err
 	}
 	top, err := decodeTop(body)
 	if err != nil {
@@ -126,10 +164,30 @@ func decodeTop(body []byte) (map[string]json.RawMessage, error) {
 	return top, nil
 }
 
-// checkMetadata decodes metadata strictly.
+// checkMetadata decodes metadata strictly: every field name must be one
+// of ObjectMeta's, exactly (a name in another case is pointed to the right
+// one), and every value of its type.
 func checkMetadata(raw json.RawMessage) error {
 	if string(raw) == "null" {
 		return nil
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) == nil {
+		known := api.MetadataFields()
+		for _, f := range slices.Sorted(maps.Keys(fields)) {
+			if !slices.Contains(known, f) {
+				return api.NewUnknownField("metadata."+f, f, known, "metadata")
+			}
+		}
+	}
+	// Deeper names (ownerReferences[0].Kind) matched case-sensitively.
+	if strict, err := sigsjson.UnmarshalStrict(raw, &api.ObjectMeta{}); err == nil {
+		for _, e := range strict {
+			if fe, ok := e.(sigsjson.FieldError); ok {
+				what, _, _ := strings.Cut(e.Error(), " \"")
+				return badField(api.ShowPath("metadata."+fe.FieldPath()), "%s (field names are case-sensitive)", what)
+			}
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -252,6 +310,12 @@ func decodeDeleteBody(body []byte) (*deleteBody, error) {
 	var d deleteBody
 	if len(bytes.TrimSpace(body)) == 0 {
 		return &d, nil
+	}
+	if err := checkJSONText(body); err != nil {
+		return nil, err
+	}
+	if err := checkDeleteNames(body); err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

@@ -41,6 +41,10 @@ func FuzzDecodeAndValidate(f *testing.F) {
 		{`{"spec":null,"status":{"phase":{"deep":[1,2,{"x":null}]}}}`, false, 4},
 		{"{\"apiVersion\":\"cairn.dev/v1alpha1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"\\u00e9\"}}", false, 1},
 		{"", false, 3},
+		{`{"apiVersion":"cairn.dev/v1alpha1","kind":"Secret","metadata":{"name":"d","name":"e"},"stringData":{"a":"\ud800","a":"b"}}`, false, 0},
+		{`{"metadata":{"Labels":{"x":"y"}},"Spec":{"Size":2},"spec":{"a":{"b":1,"b":2}}}`, false, 4},
+		{"apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: y, Name: z}\nStringData: {a: b, a: c}\n", true, 0},
+		{"{\"apiVersion\":\"cairn.dev/v1alpha1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w\"},\"spec\":{\"color\":\"\xc3\x28\"}}", false, 1},
 	}
 	for _, sd := range seeds {
 		f.Add([]byte(sd.body), sd.yaml, sd.op)

@@ -16,7 +16,7 @@ import (
 // dispatch, and record metrics.
 func (s *Server) serveAPI(w *statusWriter, r *http.Request) {
 	start := time.Now()
-	rt, rerr := s.parseRoute(r.Method, r.URL.Path)
+	rt, rerr := s.parseRoute(r.Method, r.URL.EscapedPath())
 	verb, resource := "unknown", "unknown"
 	watch := false
 	if rt != nil {
@@ -159,7 +159,7 @@ func (s *Server) readObject(w http.ResponseWriter, r *http.Request, rt *route) (
 	return obj, nil
 }
 
-// readPatch reads a JSON merge patch and checks that it is a JSON object.
+// readPatch reads a JSON merge patch and checks it (decodePatch).
 func (s *Server) readPatch(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if _, err := requestMedia(r, true); err != nil {
 		return nil, err
@@ -168,7 +168,7 @@ func (s *Server) readPatch(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	if _, err := decodeTop(body); err != nil {
+	if err := decodePatch(body); err != nil {
 		return nil, err
 	}
 	return body, nil

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -45,19 +47,29 @@ type route struct {
 // with an empty name is served by a DELETE on the collection. Unknown paths
 // and kinds return NotFound; a known path with the wrong method returns
 // MethodNotAllowed.
-func (s *Server) parseRoute(method, path string) (*route, error) {
-	rest, _ := strings.CutPrefix(path, api.BasePath)
-	if rest == "" || rest == "/" {
+//
+// escaped is the path as the client sent it (URL.EscapedPath): a segment
+// is checked before it is decoded (pathSegments), so that an encoded '/'
+// never acts as a separator.
+func (s *Server) parseRoute(method, escaped string) (*route, error) {
+	if escaped == api.BasePath+"/" {
+		escaped = api.BasePath // the one trailing '/' that is served
+	}
+	all, err := pathSegments(escaped)
+	if err != nil {
+		return nil, err
+	}
+	path := "/" + strings.Join(all, "/")
+	base := strings.Split(strings.TrimPrefix(api.BasePath, "/"), "/")
+	if len(all) < len(base) || !slices.Equal(all[:len(base)], base) {
+		return nil, pathNotFound(path)
+	}
+	segs := all[len(base):]
+	if len(segs) == 0 {
 		if method != http.MethodGet {
 			return nil, methodNotAllowed(method, path, http.MethodGet)
 		}
 		return &route{target: targetDiscovery}, nil
-	}
-	segs := strings.Split(rest[1:], "/")
-	for _, seg := range segs {
-		if seg == "" {
-			return nil, pathNotFound(path)
-		}
 	}
 	if segs[0] == "namespaces" && len(segs) >= 3 && segs[2] != "status" && segs[2] != traceSubresource {
 		if k := s.resource(segs[2]); k != nil && k.Namespaced {
@@ -231,4 +243,39 @@ func pathNotFound(path string) error {
 func methodNotAllowed(method, path string, allowed ...string) error {
 	return api.NewStatus(api.ReasonMethodNotAllowed, "method %s is not allowed on %s (allowed: %s)",
 		method, path, strings.Join(allowed, ", "))
+}
+
+// pathSegments splits an escaped URL path into its decoded segments. A
+// segment that is empty ("//", a trailing '/'), "." or "..", or that holds
+// an encoded '/' (%2F), a '\' or a control character once decoded, is a
+// BadRequest naming its position (1 is the first segment), never a
+// separator nor a name. The segment itself is not echoed.
+func pathSegments(escaped string) ([]string, error) {
+	raw := strings.Split(strings.TrimPrefix(escaped, "/"), "/")
+	segs := make([]string, len(raw))
+	for i, r := range raw {
+		pos := i + 1
+		seg, err := url.PathUnescape(r)
+		if err != nil {
+			return nil, badSegment(pos, "is not a valid percent-encoded path segment")
+		}
+		switch {
+		case seg == "":
+			return nil, badSegment(pos, "is empty: remove the extra '/'")
+		case seg == "." || seg == "..":
+			return nil, badSegment(pos, "is %q: relative segments are not allowed", seg)
+		case strings.Contains(seg, "/"):
+			return nil, badSegment(pos, "contains an encoded '/' (%%2F): a '/' only separates segments, and no name contains one")
+		case strings.Contains(seg, "\\"):
+			return nil, badSegment(pos, "contains a '\\': no name contains one")
+		case strings.ContainsFunc(seg, func(c rune) bool { return c < 0x20 || c == 0x7f }):
+			return nil, badSegment(pos, "contains an encoded control character (such as %%00): no name contains one")
+		}
+		segs[i] = seg
+	}
+	return segs, nil
+}
+
+func badSegment(pos int, format string, args ...any) error {
+	return api.NewBadRequest("path segment %d %s", pos, fmt.Sprintf(format, args...))
 }

@@ -35,6 +35,7 @@ const (
 	DefaultMaxBodyBytes    = 3 << 20
 	DefaultReadyTimeout    = 2 * time.Second
 	DefaultShutdownTimeout = 30 * time.Second
+	DefaultBodyReadTimeout = 30 * time.Second
 )
 
 // Options configures a Server.
@@ -48,6 +49,9 @@ type Options struct {
 	Metrics *prometheus.Registry
 	// MaxBodyBytes caps request bodies (413 beyond); default 3 MiB.
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds how long reading a request body may take
+	// (408 beyond, and the connection is closed); default 30s.
+	BodyReadTimeout time.Duration
 	// Logger receives internal errors (never request bodies or tokens);
 	// default: discard.
 	Logger *slog.Logger
@@ -88,6 +92,9 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if opts.BodyReadTimeout <= 0 {
+		opts.BodyReadTimeout = DefaultBodyReadTimeout
+	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
 	}
@@ -113,6 +120,7 @@ func New(opts Options) (*Server, error) {
 // ends, or the server ends or cuts it. Failures are written as api.Status.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
+	s.limitBodyRead(sw, r)
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler { //nolint:errorlint // sentinel compared as net/http does

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/printer"
@@ -54,7 +53,11 @@ func run(ctx context.Context, s *session.Session, kindName, name string) error {
 // are measured to. It returns write errors.
 func Write(w io.Writer, kind api.KindInfo, obj *api.Object, now time.Time) error {
 	var b strings.Builder
-	line := func(label, value string) { fmt.Fprintf(&b, "%-18s%s\n", label+":", value) }
+	// Every value from the server is escaped (printer.Escape): no
+	// terminal control reaches the output.
+	line := func(label, value string) {
+		fmt.Fprintf(&b, "%-18s%s\n", printer.Escape(label)+":", printer.Escape(value))
+	}
 	line("Name", obj.Name)
 	if obj.Namespace != "" {
 		line("Namespace", obj.Namespace)
@@ -96,13 +99,13 @@ func Write(w io.Writer, kind api.KindInfo, obj *api.Object, now time.Time) error
 				continue
 			}
 		}
-		y, err := yaml.JSONToYAML(raw)
+		y, err := printer.ToYAML(raw)
 		if err != nil {
 			return fmt.Errorf("describe: %s: %w", f, err)
 		}
-		b.WriteString(title + ":\n")
+		b.WriteString(printer.Escape(title) + ":\n")
 		for _, l := range strings.Split(strings.TrimRight(string(y), "\n"), "\n") {
-			b.WriteString("  " + l + "\n")
+			b.WriteString("  " + printer.Escape(l) + "\n")
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -132,7 +135,7 @@ func fieldOrder(obj *api.Object) []string {
 func hidden(b *strings.Builder, title string, obj *api.Object, field string) {
 	h, _ := printer.Hide(obj, field)
 	if h.Sizes == nil {
-		fmt.Fprintf(b, "%-18s%d bytes\n", title+":", h.Size)
+		fmt.Fprintf(b, "%-18s%d bytes\n", printer.Escape(title)+":", h.Size)
 		return
 	}
 	var keys []string
@@ -142,17 +145,19 @@ func hidden(b *strings.Builder, title string, obj *api.Object, field string) {
 	list(b, title, keys)
 }
 
-// list prints a label with one value per line, or "<none>".
+// list prints a label with one value per line, or "<none>". Values are
+// escaped (printer.Escape).
 func list(b *strings.Builder, label string, values []string) {
+	label = printer.Escape(label)
 	if len(values) == 0 {
 		fmt.Fprintf(b, "%-18s<none>\n", label+":")
 		return
 	}
 	for i, v := range values {
 		if i == 0 {
-			fmt.Fprintf(b, "%-18s%s\n", label+":", v)
+			fmt.Fprintf(b, "%-18s%s\n", label+":", printer.Escape(v))
 		} else {
-			fmt.Fprintf(b, "%-18s%s\n", "", v)
+			fmt.Fprintf(b, "%-18s%s\n", "", printer.Escape(v))
 		}
 	}
 }

@@ -19,10 +19,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/printer"
@@ -109,7 +107,7 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, kindName, nam
 		// the object itself says is still the best answer.
 		var b strings.Builder
 		writeObject(&b, kind, ref, obj, time.Now())
-		fmt.Fprintf(&b, "\nNo trace is available: %s\n", clean(err.Error()))
+		fmt.Fprintf(&b, "\nNo trace is available: %s\n", printer.Escape(err.Error()))
 		_, err := io.WriteString(s.Streams.Out, b.String())
 		return err
 	}
@@ -139,11 +137,14 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, kindName, nam
 		if err != nil {
 			return fmt.Errorf("explain: encode: %w", err)
 		}
-		b.WriteByte('\n')
-		_, err = out.Write(b.Bytes())
+		_, err = out.Write(append(printer.EscapeJSON(b.Bytes()), '\n'))
 		return err
 	case "yaml":
-		y, err := yaml.Marshal(tr)
+		raw, err := json.Marshal(tr)
+		var y []byte
+		if err == nil {
+			y, err = printer.ToYAML(raw)
+		}
 		if err != nil {
 			return fmt.Errorf("explain: encode YAML: %w", err)
 		}
@@ -214,7 +215,7 @@ func display(ref api.ObjectReference) string {
 	if ref.Namespace != "" {
 		s += " in namespace " + ref.Namespace
 	}
-	return clean(s)
+	return printer.Escape(s)
 }
 
 // status is the part of an object's status explain shows; kinds without
@@ -234,9 +235,9 @@ type condition struct {
 
 // writeObject prints the header line and what holds the object.
 func writeObject(b *strings.Builder, kind api.KindInfo, ref api.ObjectReference, obj *api.Object, now time.Time) {
-	name := clean(api.Key(ref.Namespace, ref.Name))
+	name := printer.Escape(api.Key(ref.Namespace, ref.Name))
 	if obj == nil {
-		fmt.Fprintf(b, "%s %s: not found (deleted, or never created)\n", clean(ref.Kind), name)
+		fmt.Fprintf(b, "%s %s: not found (deleted, or never created)\n", printer.Escape(ref.Kind), name)
 		return
 	}
 	var st status
@@ -247,23 +248,23 @@ func writeObject(b *strings.Builder, kind api.KindInfo, ref api.ObjectReference,
 	if obj.DeletionTimestamp != nil {
 		state = "deleting since " + printer.Age(*obj.DeletionTimestamp, now)
 		if st.Phase != "" {
-			state += " (phase " + clean(st.Phase) + ")"
+			state += " (phase " + printer.Escape(st.Phase) + ")"
 		}
 	} else {
 		if st.Phase != "" {
-			state = clean(st.Phase) + ", "
+			state = printer.Escape(st.Phase) + ", "
 		}
 		state += "created " + printer.Age(obj.CreationTimestamp, now) + " ago"
 	}
-	fmt.Fprintf(b, "%s %s: %s\n", clean(ref.Kind), name, state)
+	fmt.Fprintf(b, "%s %s: %s\n", printer.Escape(ref.Kind), name, state)
 	if obj.DeletionTimestamp != nil {
 		if len(obj.Finalizers) == 0 {
 			b.WriteString("  no finalizers left: the object is about to disappear\n")
 		} else {
-			fmt.Fprintf(b, "  finalizers left: %s\n", clean(strings.Join(obj.Finalizers, ", ")))
+			fmt.Fprintf(b, "  finalizers left: %s\n", printer.Escape(strings.Join(obj.Finalizers, ", ")))
 		}
 	} else if len(obj.Finalizers) > 0 {
-		fmt.Fprintf(b, "  finalizers: %s\n", clean(strings.Join(obj.Finalizers, ", ")))
+		fmt.Fprintf(b, "  finalizers: %s\n", printer.Escape(strings.Join(obj.Finalizers, ", ")))
 	}
 	if len(obj.OwnerReferences) > 0 {
 		var owners []string
@@ -274,10 +275,10 @@ func writeObject(b *strings.Builder, kind api.KindInfo, ref api.ObjectReference,
 			}
 			owners = append(owners, s)
 		}
-		fmt.Fprintf(b, "  owners: %s\n", clean(strings.Join(owners, ", ")))
+		fmt.Fprintf(b, "  owners: %s\n", printer.Escape(strings.Join(owners, ", ")))
 	}
 	if st.Message != "" {
-		fmt.Fprintf(b, "  message: %s\n", clean(st.Message))
+		fmt.Fprintf(b, "  message: %s\n", printer.Escape(st.Message))
 	}
 	for _, c := range st.Conditions {
 		s := fmt.Sprintf("  condition %s=%s", c.Type, c.Status)
@@ -287,19 +288,19 @@ func writeObject(b *strings.Builder, kind api.KindInfo, ref api.ObjectReference,
 		if c.Message != "" {
 			s += ": " + c.Message
 		}
-		b.WriteString(clean(s) + "\n")
+		b.WriteString(printer.Escape(s) + "\n")
 	}
 }
 
 // writeReconcile prints one reconcile: a line saying who, when, how long
 // and how it ended, then its steps indented.
 func writeReconcile(b *strings.Builder, ref api.ObjectReference, r api.TraceReconcile, now time.Time) {
-	who := clean(r.Controller)
+	who := printer.Escape(r.Controller)
 	if who == "" {
 		who = "<unknown controller>"
 	}
 	if r.Key != "" && r.Key != api.Key(ref.Namespace, ref.Name) {
-		who += " (key " + clean(r.Key) + ")"
+		who += " (key " + printer.Escape(r.Key) + ")"
 	}
 	result := r.Result
 	if result == "" {
@@ -308,9 +309,9 @@ func writeReconcile(b *strings.Builder, ref api.ObjectReference, r api.TraceReco
 	if r.Error != "" && !strings.Contains(result, r.Error) {
 		result += " (" + r.Error + ")"
 	}
-	fmt.Fprintf(b, "%s at %s, took %s: %s\n", who, stamp(r.Start, now), took(r.Start, r.End), clean(result))
+	fmt.Fprintf(b, "%s at %s, took %s: %s\n", who, stamp(r.Start, now), took(r.Start, r.End), printer.Escape(result))
 	for _, s := range r.Steps {
-		fmt.Fprintf(b, "  %s %s\n", s.Type.Symbol(), clean(s.Message))
+		fmt.Fprintf(b, "  %s %s\n", s.Type.Symbol(), printer.Escape(s.Message))
 	}
 	if r.Truncated > 0 {
 		fmt.Fprintf(b, "  … %d more steps not recorded\n", r.Truncated)
@@ -338,18 +339,4 @@ func took(start, end time.Time) string {
 	default:
 		return d.Round(10 * time.Millisecond).String()
 	}
-}
-
-// clean keeps text from the server on one line and free of control
-// characters (which could drive the terminal).
-func clean(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\r' || r == '\t':
-			return ' '
-		case unicode.IsControl(r):
-			return -1
-		}
-		return r
-	}, s)
 }

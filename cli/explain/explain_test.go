@@ -123,7 +123,7 @@ gc at 2026-01-02T10:02:00Z (3m ago), took 12ms: requeue in 5s
   ✔️ deleted secret demo/db
 
 gc (key 0b9e) at 2026-01-02T10:04:00Z (60s ago), took 1.5s: failed: store unavailable
-  🚪 waiting for secret demo/other
+  🚪 waiting for\nsecret demo/other
   … 3 more steps not recorded
 `,
 		},

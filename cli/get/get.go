@@ -145,7 +145,7 @@ func list(ctx context.Context, s *session.Session, c client.Interface, p *printe
 		if kind.Namespaced && ns != "" {
 			where = " in the namespace " + ns
 		}
-		_, err := fmt.Fprintf(s.Streams.ErrOut, "No %s found%s.\n", kind.Plural, where)
+		_, err := fmt.Fprintf(s.Streams.ErrOut, "No %s found%s.\n", printer.Escape(kind.Plural), printer.Escape(where))
 		return rv, err
 	}
 	return rv, p.PrintList(items)

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/duration"
-	"sigs.k8s.io/yaml"
 
 	"cairn.dev/cairn/api"
 )
@@ -204,8 +203,8 @@ func FormatLabels(l map[string]string) string {
 }
 
 // ObjectName is how `-o name` and command messages name an object:
-// "secret/db".
-func ObjectName(kind, name string) string { return strings.ToLower(kind) + "/" + name }
+// "secret/db", escaped (Escape) since both parts come from the server.
+func ObjectName(kind, name string) string { return Escape(strings.ToLower(kind) + "/" + name) }
 
 // PrintObject prints one object that was asked for by name. Its YAML or
 // JSON is complete, sensitive values included; a table shows one row. It
@@ -280,7 +279,7 @@ func (p *Printer) PrintRow(obj *api.Object) error {
 func (p *Printer) header() []string {
 	h := make([]string, len(p.cols))
 	for i, c := range p.cols {
-		h[i] = c.header
+		h[i] = Escape(c.header) // column names come from discovery
 	}
 	return h
 }
@@ -292,19 +291,9 @@ func (p *Printer) row(o *api.Object) []string {
 	}
 	r := make([]string, len(p.cols))
 	for i, c := range p.cols {
-		r[i] = sanitize(c.value(m, o))
+		r[i] = Escape(c.value(m, o)) // one line, no terminal controls
 	}
 	return r
-}
-
-// sanitize keeps a cell on one line.
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\r' || r == '\t' {
-			return ' '
-		}
-		return r
-	}, s)
 }
 
 // widthsOf grows the remembered column widths to fit rows.
@@ -340,7 +329,7 @@ func (p *Printer) write(rows [][]string) error {
 }
 
 // document prints v as YAML (documents after the first preceded by "---")
-// or indented JSON.
+// or indented JSON, terminal controls escaped (ToYAML, EscapeJSON).
 func (p *Printer) document(v any) error {
 	raw, err := marshal(v)
 	if err != nil {
@@ -348,7 +337,7 @@ func (p *Printer) document(v any) error {
 	}
 	var out []byte
 	if p.opts.Format == YAML {
-		if out, err = yaml.JSONToYAML(raw); err != nil {
+		if out, err = ToYAML(raw); err != nil {
 			return fmt.Errorf("printer: encode YAML: %w", err)
 		}
 		if p.started {
@@ -359,7 +348,7 @@ func (p *Printer) document(v any) error {
 		if err := json.Indent(&b, raw, "", "    "); err != nil {
 			return fmt.Errorf("printer: encode: %w", err)
 		}
-		out = append(b.Bytes(), '\n')
+		out = append(EscapeJSON(b.Bytes()), '\n')
 	}
 	p.started = true
 	_, err = p.w.Write(out)

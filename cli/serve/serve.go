@@ -34,6 +34,9 @@ type flags struct {
 	gcWorkers          int
 	logLevel           string
 	writeConfig        bool
+
+	// Request hygiene.
+	requestBodyTimeout time.Duration
 }
 
 // New returns the `cairn server` command.
@@ -74,6 +77,10 @@ cairn commands read.`,
 	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&f.writeConfig, "write-config", true, "write ~/.cairn/config (server and admin token) when it does not exist")
+
+	// Request hygiene.
+	fs.DurationVar(&f.requestBodyTimeout, "request-body-timeout", 30*time.Second,
+		"how long a client may take to send a request body; slower ones get 408 and are disconnected")
 	return cmd
 }
 
@@ -99,6 +106,9 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 			endpoints = append(endpoints, e)
 		}
 	}
+	if f.requestBodyTimeout <= 0 {
+		return fmt.Errorf("--request-body-timeout must be positive, got %s", f.requestBodyTimeout)
+	}
 	if f.gcWorkers < 0 {
 		return fmt.Errorf("--gc-workers must not be negative, got %d", f.gcWorkers)
 	}
@@ -111,7 +121,8 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 		EncryptionKeyFile: f.encryptionKeyFile, ClientConfigPath: cfgPath,
 		Controllers: ctrls, CompactionInterval: f.compactionInterval,
 		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.leaderTTL,
-		Logger: log,
+		BodyReadTimeout: f.requestBodyTimeout,
+		Logger:          log,
 	})
 	if err != nil {
 		return err

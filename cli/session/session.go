@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cli/printer"
 	"cairn.dev/cairn/client"
 )
 
@@ -166,7 +167,8 @@ func (s *Session) NamespaceFor(k api.KindInfo, ns string) string {
 // Explain rewords an error for the user: an unreachable server says how to
 // start one, a rejected token keeps the client's message naming the token's
 // source, and an Invalid error lists each field error on its own line.
-// Other errors come back as they are.
+// Every message is escaped (printer.Escape): text the server sent never
+// drives the terminal. Other errors keep their words.
 func Explain(err error) error {
 	var done *explained
 	if err == nil || errors.As(err, &done) {
@@ -174,20 +176,53 @@ func Explain(err error) error {
 	}
 	var unreachable *client.UnreachableError
 	if errors.As(err, &unreachable) {
-		return &explained{err: err, msg: fmt.Sprintf("cannot reach the cairn server at %s: %s — start it with 'cairn server'",
-			unreachable.URL, transportCause(unreachable.Err))}
+		return &explained{err: err, msg: printer.Escape(fmt.Sprintf("cannot reach the cairn server at %s: %s — start it with 'cairn server'",
+			unreachable.URL, transportCause(unreachable.Err)))}
 	}
 	var st *api.Status
 	if errors.As(err, &st) && st.Reason == api.ReasonInvalid && st.Details != nil && len(st.Details.Causes) > 0 {
 		var b strings.Builder
 		prefix := strings.TrimSuffix(err.Error(), st.Message)
-		fmt.Fprintf(&b, "%s%s %q is invalid:", prefix, st.Details.Kind, st.Details.Name)
+		fmt.Fprintf(&b, "%s%s %q is invalid:", printer.Escape(prefix), printer.Escape(st.Details.Kind), st.Details.Name)
 		for _, c := range st.Details.Causes {
-			fmt.Fprintf(&b, "\n  * %s: %s", c.Field, c.Message)
+			fmt.Fprintf(&b, "\n  * %s: %s", printer.Escape(c.Field), printer.Escape(c.Message))
 		}
 		return &explained{err: err, msg: b.String()}
 	}
+	if safe := escapeError(err); safe != err.Error() {
+		return &explained{err: err, msg: safe}
+	}
 	return err
+}
+
+// escapeError is err's message with terminal controls escaped: a message
+// from the server (an *api.Status) on one line, the newlines between
+// joined errors, and those of the CLI's own words, kept.
+func escapeError(err error) string {
+	msg := err.Error()
+	switch e := err.(type) {
+	case *api.Status:
+		return printer.Escape(msg)
+	case interface{ Unwrap() []error }:
+		var parts []string
+		for _, inner := range e.Unwrap() {
+			parts = append(parts, inner.Error())
+		}
+		if strings.Join(parts, "\n") == msg {
+			parts = parts[:0]
+			for _, inner := range e.Unwrap() {
+				parts = append(parts, escapeError(inner))
+			}
+			return strings.Join(parts, "\n")
+		}
+	case interface{ Unwrap() error }:
+		if inner := e.Unwrap(); inner != nil {
+			if prefix, ok := strings.CutSuffix(msg, inner.Error()); ok {
+				return printer.EscapeLines(prefix) + escapeError(inner)
+			}
+		}
+	}
+	return printer.EscapeLines(msg)
 }
 
 // transportCause reduces a transport error to its last, human part

@@ -58,6 +58,7 @@ type config struct {
 	kinds            []registry.Kind
 	bookmarkInterval time.Duration
 	maxBodyBytes     int64
+	bodyReadTimeout  time.Duration
 	logger           *slog.Logger
 	traces           server.TraceSource
 	authorize        []authz.Rule
@@ -108,6 +109,11 @@ func WithMaxBodyBytes(n int64) Option {
 	return func(c *config) { c.maxBodyBytes = n }
 }
 
+// WithBodyReadTimeout sets how long reading a request body may take.
+func WithBodyReadTimeout(d time.Duration) Option {
+	return func(c *config) { c.bodyReadTimeout = d }
+}
+
 // WithLogger sets the server's logger (default: discard).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
@@ -154,7 +160,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	}
 	metrics := prometheus.NewRegistry()
 	api, err := server.New(server.Options{Registry: reg, Auth: a, Metrics: metrics,
-		MaxBodyBytes: c.maxBodyBytes, Logger: c.logger, ShutdownTimeout: 10 * time.Second, Traces: c.traces})
+		MaxBodyBytes: c.maxBodyBytes, BodyReadTimeout: c.bodyReadTimeout, Logger: c.logger, ShutdownTimeout: 10 * time.Second, Traces: c.traces})
 	if err != nil {
 		t.Fatalf("servertest: server: %v", err)
 	}
