@@ -72,6 +72,11 @@ type Options struct {
 	BookmarkInterval time.Duration
 	// LeaderTTL: how long a dead leader blocks failover; default 5s.
 	LeaderTTL time.Duration
+	// NamespaceMaxObjects and NamespaceMaxBytes limit a namespace whose
+	// spec.limits leaves them unset (registry.Options): 0 for the
+	// registry's defaults, negative for no limit.
+	NamespaceMaxObjects int64
+	NamespaceMaxBytes   int64
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -146,6 +151,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		return d, err
 	}
 	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now}), Encryption: enc,
+		NamespaceMaxObjects: opts.NamespaceMaxObjects, NamespaceMaxBytes: opts.NamespaceMaxBytes,
 		Authorize:        []authz.Rule{authz.AllowUnscoped},
 		BookmarkInterval: opts.BookmarkInterval, Logger: d.log})
 	if err != nil {

@@ -34,6 +34,9 @@ type flags struct {
 	gcWorkers          int
 	logLevel           string
 	writeConfig        bool
+	// namespace limits (limits.go)
+	nsMaxObjects int64
+	nsMaxBytes   string
 }
 
 // New returns the `cairn server` command.
@@ -74,6 +77,7 @@ cairn commands read.`,
 	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&f.writeConfig, "write-config", true, "write ~/.cairn/config (server and admin token) when it does not exist")
+	namespaceLimitFlags(fs, f)
 	return cmd
 }
 
@@ -106,11 +110,16 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	if err != nil {
 		return fmt.Errorf("--controllers: %w", err)
 	}
+	nsObjects, nsBytes, err := namespaceLimits(f)
+	if err != nil {
+		return err
+	}
 	d, err := daemon.Start(ctx, daemon.Options{
 		Listen: f.listen, AdvertiseURL: f.advertiseURL, DataDir: f.dataDir, EtcdEndpoints: endpoints,
 		EncryptionKeyFile: f.encryptionKeyFile, ClientConfigPath: cfgPath,
 		Controllers: ctrls, CompactionInterval: f.compactionInterval,
 		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.leaderTTL,
+		NamespaceMaxObjects: nsObjects, NamespaceMaxBytes: nsBytes,
 		Logger: log,
 	})
 	if err != nil {
