@@ -63,7 +63,7 @@ func validateLimits(obj *api.Object) field.ErrorList {
 		i, err := wholeNumber(v)
 		switch {
 		case err != nil:
-			errs = append(errs, field.Invalid(p, string(v), "must be a whole number of objects"))
+			errs = append(errs, field.Invalid(p, shown(v), "must be a whole number of objects"))
 		case i < 0:
 			errs = append(errs, field.Invalid(p, i, "must not be negative"))
 		}
@@ -74,7 +74,7 @@ func validateLimits(obj *api.Object) field.ErrorList {
 		_, whole := q.AsInt64()
 		switch {
 		case err != nil:
-			errs = append(errs, field.Invalid(p, string(v), `must be a number of bytes: an integer or a quantity such as "256Mi"`))
+			errs = append(errs, field.Invalid(p, shown(v), `must be a number of bytes: an integer or a quantity such as "256Mi"`))
 		case q.Sign() < 0:
 			errs = append(errs, field.Invalid(p, q.String(), "must not be negative"))
 		case !whole:
@@ -85,6 +85,16 @@ func validateLimits(obj *api.Object) field.ErrorList {
 }
 
 func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
+
+// shown is how an invalid value is quoted in a field error: a string as
+// it is, anything else as its JSON.
+func shown(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(v)
+}
 
 // wholeNumber reads a JSON number that is a whole number.
 func wholeNumber(v json.RawMessage) (int64, error) {

@@ -29,8 +29,9 @@
 // # Memory
 //
 // A key is held as a 16-byte hash (see keyHash) with a 16-byte entry:
-// about 40 to 70 bytes per object in Go's map, so 40 to 70 MB for a million
-// objects, plus a few dozen bytes per namespace. The list reads the values
+// 40 to 90 bytes per object in Go's map, depending on how full it is
+// (83 MB measured for a million objects), plus a few dozen bytes per
+// namespace. The list reads the values
 // (etcd cannot return sizes alone) a page at a time, its page size adapted
 // to the largest value seen so far (see listPage).
 //
