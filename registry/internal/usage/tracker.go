@@ -281,7 +281,7 @@ func (t *Tracker) check(g growth) error {
 
 // Commit records that the write committed at revision rev: its changes are
 // counted at once (unless the watch already has) and its reservation is
-// released.
+// released. It does not block on the store.
 func (r *Reservation) Commit(rev int64) {
 	if r == nil {
 		return
@@ -299,7 +299,8 @@ func (r *Reservation) Commit(rev int64) {
 }
 
 // Cancel releases the reservation of a write that failed, or whose outcome
-// is unknown (the watch counts it if it was applied).
+// is unknown (the watch counts it if it was applied). It does not block on
+// the store.
 func (r *Reservation) Cancel() {
 	if r == nil {
 		return
