@@ -39,6 +39,13 @@ import (
 	"cairn.dev/cairn/store/embedded"
 )
 
+// The default namespace limits (Options.NamespaceMaxObjects and
+// NamespaceMaxBytes when 0).
+const (
+	DefaultNamespaceMaxObjects = registry.DefaultNamespaceMaxObjects
+	DefaultNamespaceMaxBytes   = registry.DefaultNamespaceMaxBytes
+)
+
 // Options configures a server process. The zero value of every field but
 // DataDir has a sensible default.
 type Options struct {

@@ -6,14 +6,14 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"cairn.dev/cairn/registry"
+	"cairn.dev/cairn/daemon"
 )
 
 // namespaceLimitFlags adds the flags of the default namespace limits.
 func namespaceLimitFlags(fs *pflag.FlagSet, f *flags) {
-	fs.Int64Var(&f.nsMaxObjects, "namespace-max-objects", registry.DefaultNamespaceMaxObjects,
+	fs.Int64Var(&f.nsMaxObjects, "namespace-max-objects", daemon.DefaultNamespaceMaxObjects,
 		"most objects a namespace may hold when its spec.limits.objects is unset (0: no limit)")
-	fs.StringVar(&f.nsMaxBytes, "namespace-max-bytes", resource.NewQuantity(registry.DefaultNamespaceMaxBytes, resource.BinarySI).String(),
+	fs.StringVar(&f.nsMaxBytes, "namespace-max-bytes", resource.NewQuantity(daemon.DefaultNamespaceMaxBytes, resource.BinarySI).String(),
 		`most bytes of stored objects a namespace may hold when its spec.limits.bytes is unset, e.g. "512Mi" (0: no limit)`)
 }
 
