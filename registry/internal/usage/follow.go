@@ -88,7 +88,7 @@ func (t *Tracker) follow(ctx context.Context) {
 		t.mu.Lock()
 		from := t.st.rev + 1
 		t.mu.Unlock()
-		w := t.store.Watch(ctx, t.opts.Prefix, from)
+		w := t.store.WatchNoPrev(ctx, t.opts.Prefix, from)
 		delivered := t.consume(w)
 		err := w.Err()
 		w.Close()
