@@ -2,6 +2,7 @@ package usage
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 )
 
@@ -170,5 +171,25 @@ func TestExceededError_NamesTheNamespaceLimitUsageAndField(t *testing.T) {
 		if got := c.e.Error(); got != c.want {
 			t.Errorf("got  %s\nwant %s", got, c.want)
 		}
+	}
+}
+
+// BenchmarkReserveCommitWatched: the tracker's own work for one create, as
+// the registry and the watch do it (reserve, commit, the watch's copy).
+func BenchmarkReserveCommitWatched(b *testing.B) {
+	tr := started(Limits{Objects: int64(b.N) + 1, Bytes: Unset}, 1)
+	keys := make([]string, b.N)
+	for i := range keys {
+		keys[i] = key("bench", "w"+strconv.Itoa(i))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		res, err := tr.Reserve([]Change{{Key: keys[i], Size: 400}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res.Commit(int64(i + 2))
+		tr.watched(Change{Key: keys[i], Size: 400}, int64(i+2))
 	}
 }
