@@ -27,8 +27,9 @@ var allowed = map[string][]string{
 	"api":                          {},
 	"identity":                     {},
 	"store":                        {"store"},
-	"registry":                     {"api", "authz", "identity", "store", "registry/internal/watchcache"},
+	"registry":                     {"api", "authz", "identity", "store", "registry/internal/watchcache", "registry/internal/usage"},
 	"registry/internal/watchcache": {"api", "store"},
+	"registry/internal/usage":      {"store"},
 	"kinds":                        {"api", "authz", "identity", "registry"},
 	"auth":                         {"api", "identity", "store"},
 	"authz":                        {"api", "identity"},
@@ -73,7 +74,7 @@ var testOnly = append(slices.Clone(testSupport),
 // new package — is an API client and may not, whatever its table entry
 // says; its tests may use the test servers (server/servertest,
 // store/storetest, internal/testkit) but not server or store themselves.
-var storeSide = []string{"store", "registry", "registry/internal/watchcache", "kinds", "auth", "authz", "server", "client/local", "daemon",
+var storeSide = []string{"store", "registry", "registry/internal/watchcache", "registry/internal/usage", "kinds", "auth", "authz", "server", "client/local", "daemon",
 	"cli", "cmd", "bench", "store/storetest", "server/servertest", "cli/clitest", "internal/testkit"}
 
 // storePackages are what the client side may not import.

@@ -39,6 +39,13 @@ import (
 	"cairn.dev/cairn/store/embedded"
 )
 
+// The default namespace limits (Options.NamespaceMaxObjects and
+// NamespaceMaxBytes when 0).
+const (
+	DefaultNamespaceMaxObjects = registry.DefaultNamespaceMaxObjects
+	DefaultNamespaceMaxBytes   = registry.DefaultNamespaceMaxBytes
+)
+
 // Options configures a server process. The zero value of every field but
 // DataDir has a sensible default.
 type Options struct {
@@ -77,6 +84,11 @@ type Options struct {
 	// BodyReadTimeout bounds how long reading a request body may take
 	// (server.Options.BodyReadTimeout); 0 takes the server's default.
 	BodyReadTimeout time.Duration
+	// NamespaceMaxObjects and NamespaceMaxBytes limit a namespace whose
+	// spec.limits leaves them unset (registry.Options): 0 for the
+	// registry's defaults, negative for no limit.
+	NamespaceMaxObjects int64
+	NamespaceMaxBytes   int64
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -153,6 +165,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		return d, err
 	}
 	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now}), Encryption: enc,
+		NamespaceMaxObjects: opts.NamespaceMaxObjects, NamespaceMaxBytes: opts.NamespaceMaxBytes,
 		Authorize:        []authz.Rule{authz.AllowUnscoped},
 		BookmarkInterval: opts.BookmarkInterval, Logger: d.log})
 	if err != nil {

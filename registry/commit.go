@@ -108,11 +108,12 @@ func pendingOf(r *Registry, items []*txnItem) pending {
 }
 
 // commitAll commits plans in one store transaction, each condition once.
-// It returns BadRequest when they exceed etcd's limits, and
+// It returns BadRequest when they exceed etcd's limits, Forbidden when they
+// would take a namespace over its limits (limits.go), and
 // store.ErrPrecondition when a condition failed.
 func (r *Registry) commitAll(ctx context.Context, plans []*plan) (int64, error) {
 	if len(plans) == 1 {
-		return r.store.Txn(ctx, r.conds(plans[0]), plans[0].ops...)
+		return r.commitWithinLimits(ctx, plans, r.conds(plans[0]), plans[0].ops)
 	}
 	var conds []store.Cond
 	var ops []store.Op
@@ -136,7 +137,7 @@ func (r *Registry) commitAll(ctx context.Context, plans []*plan) (int64, error) 
 		return 0, api.NewBadRequest("the transaction needs %d conditions and %d writes; etcd accepts at most %d of each: split it",
 			len(conds), len(ops), maxTxnOps)
 	}
-	return r.store.Txn(ctx, conds, ops...)
+	return r.commitWithinLimits(ctx, plans, conds, ops)
 }
 
 // failing returns the plans whose own conditions fail now, each checked by

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
@@ -65,14 +66,18 @@ func (r *Registry) EnsureNamespace(ctx context.Context, name string) error {
 }
 
 // Init prepares the store for serving: it checks that the encryption key
-// matches the one the store was written with, and creates the default
-// namespace (as the system). It is idempotent and safe to run on several
-// servers at once.
+// matches the one the store was written with, counts every namespace's
+// usage (a list of every object, a page at a time: namespace limits are
+// not enforced before), and creates the default namespace (as the system).
+// It is idempotent and safe to run on several servers at once.
 func (r *Registry) Init(ctx context.Context) error {
 	if r.enc != nil {
 		if err := r.enc.verify(ctx, r.store); err != nil {
 			return err
 		}
+	}
+	if err := r.usage.Start(ctx); err != nil {
+		return fmt.Errorf("registry: count namespace usage: %w", err)
 	}
 	return r.EnsureNamespace(system(ctx), api.DefaultNamespace)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/registry/internal/usage"
 	"cairn.dev/cairn/store"
 )
 
@@ -18,6 +19,7 @@ const retryAfterSeconds = 1
 // collection):
 //
 //   - an *api.Status is returned as it is;
+//   - a *usage.ExceededError (a namespace limit) → Forbidden;
 //   - store.ErrNotFound → NotFound; store.ErrPrecondition → Conflict;
 //   - store.ErrCompacted → Gone; store.ErrFutureRevision → BadRequest;
 //   - store.ErrUnavailable → ServiceUnavailable with RetryAfterSeconds;
@@ -26,11 +28,14 @@ const retryAfterSeconds = 1
 //     and shows the client nothing of it.
 func apiError(err error, kind, name string) error {
 	var st *api.Status
+	var exceeded *usage.ExceededError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &st):
 		return st
+	case errors.As(err, &exceeded):
+		return limitExceeded(exceeded)
 	case errors.Is(err, store.ErrNotFound):
 		return api.NewNotFound(kind, name)
 	case errors.Is(err, store.ErrPrecondition):

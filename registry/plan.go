@@ -29,6 +29,9 @@ type plan struct {
 	// they were checked.
 	owners []ownerGuard
 	ops    []store.Op
+	// size is the length of the object's stored value when write is true
+	// and gone is false (namespace limits count it).
+	size int64
 	// out is the object as it will be stored (its resourceVersion is set
 	// by the commit) or, when write is false, the stored object.
 	out *api.Object
@@ -73,10 +76,10 @@ func (p *plan) result(rev int64) *api.Object {
 	return p.out
 }
 
-// commit writes one plan. It returns store.ErrPrecondition, writing
-// nothing, when one of its conditions failed.
+// commit writes one plan, as commitAll. It returns store.ErrPrecondition,
+// writing nothing, when one of its conditions failed.
 func (r *Registry) commit(ctx context.Context, p *plan) (*api.Object, error) {
-	rev, err := r.store.Txn(ctx, r.conds(p), p.ops...)
+	rev, err := r.commitAll(ctx, []*plan{p})
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +117,7 @@ func (r *Registry) planCreate(ctx context.Context, adm *Admission, k *Kind, obj 
 	}
 	key := r.key(k, out.Namespace, out.Name)
 	p := &plan{k: k, key: key, self: []store.Cond{store.Absent(key)}, owners: owners,
-		ops: []store.Op{store.Put(key, raw)}, out: out, write: true}
+		ops: []store.Op{store.Put(key, raw)}, size: int64(len(raw)), out: out, write: true}
 	if k.Namespaced && (pend == nil || !pend.has(r.namespaceKey(out.Namespace))) {
 		p.ns = out.Namespace
 	}
@@ -177,7 +180,7 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 		if err != nil {
 			return nil, err
 		}
-		p.ops = []store.Op{store.Put(key, raw)}
+		p.ops, p.size = []store.Op{store.Put(key, raw)}, int64(len(raw))
 	}
 	return p, nil
 }
@@ -220,6 +223,6 @@ func (r *Registry) planDelete(ctx context.Context, adm *Admission, k *Kind, cur 
 	if err != nil {
 		return nil, err
 	}
-	p.ops, p.out, p.write = append(markOps(k, out), store.Put(key, raw)), out, true
+	p.ops, p.out, p.write, p.size = append(markOps(k, out), store.Put(key, raw)), out, true, int64(len(raw))
 	return p, nil
 }

@@ -28,6 +28,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/registry/internal/usage"
 	"cairn.dev/cairn/registry/internal/watchcache"
 	"cairn.dev/cairn/store"
 )
@@ -58,6 +59,13 @@ type Options struct {
 	// that ended and is restarted); default slog.Default(), as in cairn's
 	// other packages.
 	Logger *slog.Logger
+	// NamespaceMaxObjects and NamespaceMaxBytes are the limits of a
+	// namespace whose spec.limits leaves them unset (see limits.go): at
+	// most so many objects, and so many bytes of their stored encodings.
+	// 0 is DefaultNamespaceMaxObjects and DefaultNamespaceMaxBytes; a
+	// negative value sets no limit.
+	NamespaceMaxObjects int64
+	NamespaceMaxBytes   int64
 }
 
 // Registry serves the API semantics. It is safe for concurrent use.
@@ -69,6 +77,7 @@ type Registry struct {
 	opts     Options
 	authz    *authz.Authorizer
 	watch    *watchcache.Caches // shared watch caches per kind (watch.go)
+	usage    *usage.Tracker     // per-namespace usage (limits.go)
 }
 
 // New builds a registry over s.
@@ -105,6 +114,7 @@ func New(s *store.Store, opts Options) (*Registry, error) {
 		return nil, fmt.Errorf("registry: the Namespace kind must be registered")
 	}
 	r.watch = watchcache.New(s, r.watchOptions())
+	r.usage = r.newUsage()
 	return r, nil
 }
 

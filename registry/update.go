@@ -18,14 +18,18 @@ import (
 // (no resourceVersion given) that lose a race.
 const maxUpdateAttempts = 16
 
-// Get reads one object. It blocks on one store read. Errors:
-// Unauthorized, Forbidden, NotFound, ServiceUnavailable, Timeout.
+// Get reads one object. It blocks on one store read. A Namespace comes
+// with status.usage: what it holds as this registry counts it (limits.go).
+// Errors: Unauthorized, Forbidden, NotFound, ServiceUnavailable, Timeout.
 func (r *Registry) Get(ctx context.Context, kind, ns, name string) (*api.Object, error) {
 	k, _, err := r.admit(ctx, kind, authz.Attributes{Verb: authz.VerbGet, Namespace: ns, Name: name})
 	if err != nil {
 		return nil, err
 	}
 	cur, err := r.read(ctx, k, ns, name)
+	if err == nil && isNamespace(k) {
+		err = r.observeUsage(cur.obj)
+	}
 	if err != nil {
 		return nil, apiError(err, k.Kind, name)
 	}

@@ -78,10 +78,14 @@ func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOpti
 // goroutines. Watches served from a cache deliver what the cache had and
 // then end with a ServiceUnavailable error; watches served by their own
 // etcd watch are not affected (they end with their context). A Watch
-// after Close fails with ServiceUnavailable. Call it before closing the
-// store; it is idempotent and safe for concurrent use. The other methods
-// keep working.
-func (r *Registry) Close() { r.watch.Close() }
+// after Close fails with ServiceUnavailable. It also stops the watch that
+// counts other servers' writes toward namespace limits (limits.go). Call
+// it before closing the store; it is idempotent and safe for concurrent
+// use. The other methods keep working.
+func (r *Registry) Close() {
+	r.watch.Close()
+	r.usage.Close()
+}
 
 // watchOptions configures the registry's watch caches.
 func (r *Registry) watchOptions() watchcache.Options {

@@ -48,12 +48,27 @@ type Watch struct {
 // the watch fails; Err then tells why: ErrCompacted when from has been
 // compacted, nil after a cancellation by the caller.
 func (s *Store) Watch(ctx context.Context, prefix string, from int64) *Watch {
+	return s.watch(ctx, prefix, from, true)
+}
+
+// WatchNoPrev is Watch without the keys' previous versions: every Event's
+// Prev is nil. It costs etcd less (no read of the previous version per
+// update or delete, which is sent once per such watcher): for followers
+// that need only the new state.
+func (s *Store) WatchNoPrev(ctx context.Context, prefix string, from int64) *Watch {
+	return s.watch(ctx, prefix, from, false)
+}
+
+func (s *Store) watch(ctx context.Context, prefix string, from int64, prev bool) *Watch {
 	wctx, cancel := context.WithCancel(ctx)
 	w := &Watch{
 		events: make(chan Event, 100), w: clientv3.NewWatcher(s.cli),
 		cancel: cancel, wctx: wctx, stopped: make(chan struct{}),
 	}
-	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV()}
+	opts := []clientv3.OpOption{clientv3.WithPrefix()}
+	if prev {
+		opts = append(opts, clientv3.WithPrevKV())
+	}
 	if from > 0 {
 		opts = append(opts, clientv3.WithRev(from))
 	}

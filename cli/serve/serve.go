@@ -37,6 +37,9 @@ type flags struct {
 
 	// Request hygiene.
 	requestBodyTimeout time.Duration
+	// namespace limits (limits.go)
+	nsMaxObjects int64
+	nsMaxBytes   string
 }
 
 // New returns the `cairn server` command.
@@ -81,6 +84,7 @@ cairn commands read.`,
 	// Request hygiene.
 	fs.DurationVar(&f.requestBodyTimeout, "request-body-timeout", 30*time.Second,
 		"how long a client may take to send a request body; slower ones get 408 and are disconnected")
+	namespaceLimitFlags(fs, f)
 	return cmd
 }
 
@@ -116,13 +120,18 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	if err != nil {
 		return fmt.Errorf("--controllers: %w", err)
 	}
+	nsObjects, nsBytes, err := namespaceLimits(f)
+	if err != nil {
+		return err
+	}
 	d, err := daemon.Start(ctx, daemon.Options{
 		Listen: f.listen, AdvertiseURL: f.advertiseURL, DataDir: f.dataDir, EtcdEndpoints: endpoints,
 		EncryptionKeyFile: f.encryptionKeyFile, ClientConfigPath: cfgPath,
 		Controllers: ctrls, CompactionInterval: f.compactionInterval,
 		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.leaderTTL,
-		BodyReadTimeout: f.requestBodyTimeout,
-		Logger:          log,
+		BodyReadTimeout:     f.requestBodyTimeout,
+		NamespaceMaxObjects: nsObjects, NamespaceMaxBytes: nsBytes,
+		Logger: log,
 	})
 	if err != nil {
 		return err
