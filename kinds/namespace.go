@@ -21,7 +21,7 @@ func Namespace() registry.Kind {
 	return registry.Define(registry.Spec[*api.Namespace]{
 		Kind:       api.KindNamespace,
 		ShortNames: []string{"ns"},
-		Fields:     []string{"status"},
+		Fields:     []string{"spec", "status"},
 		Columns: []api.Column{
 			{Name: "STATUS", Path: ".status.phase"},
 			{Name: "AGE", Path: ".metadata.creationTimestamp", Format: "age"},

@@ -60,9 +60,9 @@ func TestFields_NamesAreCaseSensitiveAndStrictForInProcessCallers(t *testing.T) 
 		{"Secret unknown field lists the fields", func() error { _, err := r.Create(ctx, secret("values", `{}`)); return err },
 			[]string{"values", "data, stringData, type"}},
 		{"Namespace Spec", func() error { _, err := r.Create(ctx, ns("Spec")); return err },
-			[]string{"Spec", "a Namespace has the fields"}},
-		{"Namespace spec", func() error { _, err := r.Create(ctx, ns("spec")); return err },
-			[]string{"spec", "a Namespace has the fields apiVersion, kind, metadata, status"}},
+			[]string{"Spec", "did you mean spec?", "Namespace has the fields"}},
+		{"Namespace data", func() error { _, err := r.Create(ctx, ns("data")); return err },
+			[]string{"data", "Namespace has the fields apiVersion, kind, metadata, spec, status"}},
 		{"in a transaction", func() error {
 			tx := r.Txn()
 			tx.Create(secret("datA", `{}`))
