@@ -92,7 +92,7 @@ func (r *Registry) planCreate(ctx context.Context, adm *Admission, k *Kind, obj 
 	obj.ResourceVersion = ""
 	obj.DeletionTimestamp = nil
 	obj.SetField(api.FieldStatus, nil)
-	errs := validateMeta(k, obj)
+	errs := r.validateMeta(k, obj, nil)
 	if obj.HasFinalizer(api.FinalizerCascadeDeletion) {
 		errs = append(errs, field.Forbidden(metaPath.Child("finalizers"),
 			api.FinalizerCascadeDeletion+" is managed by the server"))
@@ -148,7 +148,7 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 		obj.UID, obj.CreationTimestamp, obj.DeletionTimestamp = old.UID, old.CreationTimestamp, old.DeletionTimestamp
 		obj.Generation, obj.GenerateName = old.Generation, old.GenerateName
 		obj.SetField(api.FieldStatus, old.Field(api.FieldStatus))
-		metaErrs = append(validateMeta(k, obj), validateFinalizerChange(old, obj)...)
+		metaErrs = append(r.validateMeta(k, obj, old), validateFinalizerChange(old, obj)...)
 	}
 	out, errs, err := k.prepare(ctx, adm, obj, old)
 	if err != nil {

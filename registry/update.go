@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
@@ -137,23 +135,4 @@ func errOrNull(err error) error {
 		return errors.New("null")
 	}
 	return err
-}
-
-// validateFinalizerChange forbids adding finalizers to a deleting object
-// and adding the server-managed cascade-deletion finalizer to a live one.
-func validateFinalizerChange(old, obj *api.Object) field.ErrorList {
-	var errs field.ErrorList
-	p := metaPath.Child("finalizers")
-	for _, f := range obj.Finalizers {
-		if slices.Contains(old.Finalizers, f) {
-			continue
-		}
-		switch {
-		case old.Deleting():
-			errs = append(errs, field.Forbidden(p, "cannot add finalizer "+f+": the object is being deleted"))
-		case f == api.FinalizerCascadeDeletion:
-			errs = append(errs, field.Forbidden(p, f+" is managed by the server"))
-		}
-	}
-	return errs
 }
