@@ -72,6 +72,12 @@ type Options struct {
 	BookmarkInterval time.Duration
 	// LeaderTTL: how long a dead leader blocks failover; default 5s.
 	LeaderTTL time.Duration
+	// MaxTxnOps is the most conditions, and the most writes, of one etcd
+	// transaction: the embedded etcd is started with it, and the registry
+	// refuses (422) a write that would need more. With EtcdEndpoints it
+	// must not exceed the cluster's --max-txn-ops. Default 128, etcd's
+	// default.
+	MaxTxnOps int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -125,7 +131,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	endpoints := opts.EtcdEndpoints
 	if len(endpoints) == 0 {
-		e, err := embedded.Start(opts.DataDir, embedded.Options{})
+		e, err := embedded.Start(opts.DataDir, embedded.Options{MaxTxnOps: opts.MaxTxnOps})
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +153,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now}), Encryption: enc,
 		Authorize:        []authz.Rule{authz.AllowUnscoped},
-		BookmarkInterval: opts.BookmarkInterval, Logger: d.log})
+		BookmarkInterval: opts.BookmarkInterval, Logger: d.log, MaxTxnOps: opts.MaxTxnOps})
 	if err != nil {
 		return d, err
 	}

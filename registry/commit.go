@@ -108,11 +108,15 @@ func pendingOf(r *Registry, items []*txnItem) pending {
 }
 
 // commitAll commits plans in one store transaction, each condition once.
-// It returns BadRequest when they exceed etcd's limits, and
-// store.ErrPrecondition when a condition failed.
+// It returns Invalid when they exceed the store's limits (checkTxnSize),
+// and store.ErrPrecondition when a condition failed.
 func (r *Registry) commitAll(ctx context.Context, plans []*plan) (int64, error) {
 	if len(plans) == 1 {
-		return r.store.Txn(ctx, r.conds(plans[0]), plans[0].ops...)
+		conds := r.conds(plans[0])
+		if err := r.checkTxnSize(plans, len(conds), len(plans[0].ops)); err != nil {
+			return 0, err
+		}
+		return r.store.Txn(ctx, conds, plans[0].ops...)
 	}
 	var conds []store.Cond
 	var ops []store.Op
@@ -132,9 +136,8 @@ func (r *Registry) commitAll(ctx context.Context, plans []*plan) (int64, error) 
 		}
 		ops = append(ops, p.ops...)
 	}
-	if len(conds) > maxTxnOps || len(ops) > maxTxnOps {
-		return 0, api.NewBadRequest("the transaction needs %d conditions and %d writes; etcd accepts at most %d of each: split it",
-			len(conds), len(ops), maxTxnOps)
+	if err := r.checkTxnSize(plans, len(conds), len(ops)); err != nil {
+		return 0, err
 	}
 	return r.store.Txn(ctx, conds, ops...)
 }

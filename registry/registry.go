@@ -58,6 +58,11 @@ type Options struct {
 	// that ended and is restarted); default slog.Default(), as in cairn's
 	// other packages.
 	Logger *slog.Logger
+	// MaxTxnOps is the most conditions, and the most writes, the store
+	// accepts in one transaction (etcd's --max-txn-ops); a write that needs
+	// more is refused with Invalid before it reaches the store. Default
+	// DefaultMaxTxnOps, etcd's own default.
+	MaxTxnOps int
 }
 
 // Registry serves the API semantics. It is safe for concurrent use.
@@ -81,6 +86,9 @@ func New(s *store.Store, opts Options) (*Registry, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.MaxTxnOps <= 0 {
+		opts.MaxTxnOps = DefaultMaxTxnOps
 	}
 	r := &Registry{store: s, kinds: map[string]*Kind{}, byPlural: map[string]*Kind{},
 		enc: opts.Encryption, opts: opts, authz: authz.New(opts.Authorize...)}

@@ -14,14 +14,15 @@ import (
 	"cairn.dev/cairn/store"
 )
 
-// MaxTxnItems bounds the writes of one Txn. Beyond it, or when its
-// conditions or writes exceed what etcd accepts in one transaction
-// (maxTxnOps of each), Commit answers BadRequest.
+// MaxTxnItems bounds the writes of one Txn; beyond it Commit answers
+// BadRequest. Its conditions and writes are also bounded, by
+// Options.MaxTxnOps of each (see checkTxnSize).
 const MaxTxnItems = 64
 
-// maxTxnOps is etcd's default limit on the conditions, and on the writes,
-// of one transaction (--max-txn-ops).
-const maxTxnOps = 128
+// DefaultMaxTxnOps is the default of Options.MaxTxnOps: etcd's default
+// limit (--max-txn-ops) on the conditions, and on the writes, of one
+// transaction.
+const DefaultMaxTxnOps = 128
 
 // Txn is a set of writes to several objects (and auxiliary keys) committed
 // atomically in one etcd transaction: all of them or none. Each object's
@@ -95,9 +96,11 @@ func (t *Txn) Also(conds []store.Cond, ops ...store.Op) {
 // of the failing write's own verb (Unauthorized without a caller;
 // Forbidden; NotFound; AlreadyExists; Conflict for a stale
 // resourceVersion or a failed Also condition; Invalid; BadRequest, also
-// for a transaction beyond MaxTxnItems or etcd's limits, or one that
-// writes an object twice; ServiceUnavailable, Timeout), names that write:
-// `transaction item 2 (update Secret "demo/db"): ...`.
+// for a transaction beyond MaxTxnItems or one that writes an object twice;
+// ServiceUnavailable, Timeout), names that write:
+// `transaction item 2 (update Secret "demo/db"): ...`. A transaction with
+// more conditions or writes than the store accepts (Options.MaxTxnOps)
+// is Invalid, naming its size and the limit, and never reaches the store.
 func (t *Txn) Commit(ctx context.Context) ([]TxnResult, error) {
 	u, err := caller(ctx)
 	if err != nil {
