@@ -73,16 +73,6 @@ func (p *plan) result(rev int64) *api.Object {
 	return p.out
 }
 
-// commit writes one plan. It returns store.ErrPrecondition, writing
-// nothing, when one of its conditions failed.
-func (r *Registry) commit(ctx context.Context, p *plan) (*api.Object, error) {
-	rev, err := r.store.Txn(ctx, r.conds(p), p.ops...)
-	if err != nil {
-		return nil, err
-	}
-	return p.result(rev), nil
-}
-
 // planCreate plans the create of obj, whose name and uid are set (it
 // resets the other server-set fields of obj). It reads nothing but the
 // owners obj references.

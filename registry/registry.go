@@ -74,6 +74,7 @@ type Registry struct {
 	opts     Options
 	authz    *authz.Authorizer
 	watch    *watchcache.Caches // shared watch caches per kind (watch.go)
+	locks    keyLocks           // unconditional writes per object (retry.go)
 }
 
 // New builds a registry over s.

@@ -157,6 +157,10 @@ type txnItem struct {
 	opts           api.DeleteOptions
 	// generate is true when a create's name was generated.
 	generate bool
+	// patch, for a Patch, is the JSON merge patch applied to the object
+	// read at each attempt; obj then holds only its kind, namespace, name
+	// and the resourceVersion the patch sets (its precondition).
+	patch []byte
 	// conds and ops are Also's.
 	conds []store.Cond
 	ops   []store.Op
@@ -282,22 +286,53 @@ func (it *txnItem) fail(i int, err error) error {
 	return &c
 }
 
+// unconditional reports whether the item writes an existing object at
+// whatever version it finds: an update, status update or patch without a
+// resourceVersion, a delete without a resourceVersion precondition.
+func (it *txnItem) unconditional() bool {
+	switch it.op {
+	case OpUpdate, OpUpdateStatus:
+		return it.obj.ResourceVersion == ""
+	case OpDelete:
+		return it.opts.Preconditions.ResourceVersion == ""
+	}
+	return false
+}
+
 // maxAttempts bounds how often the item may lose a race before its write
-// is refused.
+// is refused (see retry.go).
 func (it *txnItem) maxAttempts() int {
-	if it.op == OpCreate {
+	switch {
+	case it.op == OpCreate:
 		return maxCreateAttempts
+	case it.unconditional():
+		return maxUnconditionalAttempts
 	}
 	return maxUpdateAttempts
 }
 
 // exhausted is the error of an item that lost too many races.
 func (it *txnItem) exhausted() error {
-	switch it.op {
-	case OpCreate:
+	switch {
+	case it.op == OpCreate:
 		return api.NewConflict(it.k.Kind, it.name(), "too many concurrent changes to its namespace or owners; retry")
-	case OpDelete:
+	case it.unconditional():
+		return api.NewConflict(it.k.Kind, it.name(), fmt.Sprintf("the object kept changing: %d attempts in a row lost the race; retry", it.maxAttempts()))
+	case it.op == OpDelete:
 		return api.NewConflict(it.k.Kind, it.name(), "the object keeps changing; retry")
 	}
 	return api.NewConflict(it.k.Kind, it.name(), "the object has been modified; read it again and retry")
+}
+
+// lockUnconditional takes this process's locks of the objects that items
+// write unconditionally (see keyLocks) and returns the function that
+// releases them. Errors: Timeout when ctx ends first.
+func (r *Registry) lockUnconditional(ctx context.Context, items []*txnItem) (func(), error) {
+	var keys []string
+	for _, it := range items {
+		if it.k != nil && it.unconditional() {
+			keys = append(keys, r.key(it.k, it.namespace(), it.name()))
+		}
+	}
+	return r.locks.lock(ctx, keys)
 }
