@@ -75,6 +75,9 @@ func (r *Registry) validateMeta(k *Kind, obj, old *api.Object) field.ErrorList {
 func (r *Registry) checkOwners(ctx context.Context, k *Kind, obj *api.Object, keep []api.OwnerReference, pend pending) ([]ownerGuard, error) {
 	var guards []ownerGuard
 	var errs field.ErrorList
+	if len(obj.OwnerReferences) == 0 {
+		return nil, nil
+	}
 	kept := make(map[api.OwnerReference]struct{}, len(keep))
 	for _, o := range keep {
 		kept[o] = struct{}{}

@@ -87,6 +87,9 @@ func validateFinalizers(fs []string, old *api.ObjectMeta) field.ErrorList {
 	if len(fs) > limitFor(api.MaxFinalizers, stored) {
 		return field.ErrorList{field.TooMany(p, len(fs), api.MaxFinalizers)}
 	}
+	if len(fs) == 0 {
+		return nil
+	}
 	var errs field.ErrorList
 	seen := make(map[string]int, len(fs))
 	for i, f := range fs {
@@ -128,6 +131,9 @@ func (r *Registry) validateOwnerRefs(m *api.ObjectMeta, old *api.ObjectMeta) fie
 	}
 	if len(refs) > limitFor(api.MaxOwnerReferences, stored) {
 		return field.ErrorList{field.TooMany(p, len(refs), api.MaxOwnerReferences)}
+	}
+	if len(refs) == 0 {
+		return nil
 	}
 	var errs field.ErrorList
 	controllers := 0
@@ -224,7 +230,7 @@ func (r *Registry) ownerDuplicatesOf(old *api.ObjectMeta) *ownerDuplicates {
 // A list over its limit is left to validateFinalizers, which reports it
 // once.
 func validateFinalizerChange(old, obj *api.Object) field.ErrorList {
-	if len(obj.Finalizers) > limitFor(api.MaxFinalizers, len(old.Finalizers)) {
+	if len(obj.Finalizers) == 0 || len(obj.Finalizers) > limitFor(api.MaxFinalizers, len(old.Finalizers)) {
 		return nil
 	}
 	var errs field.ErrorList
