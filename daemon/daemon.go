@@ -39,6 +39,13 @@ import (
 	"cairn.dev/cairn/store/embedded"
 )
 
+// DefaultMaxTxnOps and MinTxnOps are the default and the least
+// Options.MaxTxnOps (registry.DefaultMaxTxnOps, registry.MinTxnOps).
+const (
+	DefaultMaxTxnOps = registry.DefaultMaxTxnOps
+	MinTxnOps        = registry.MinTxnOps
+)
+
 // Options configures a server process. The zero value of every field but
 // DataDir has a sensible default.
 type Options struct {
@@ -76,7 +83,7 @@ type Options struct {
 	// transaction: the embedded etcd is started with it, and the registry
 	// refuses (422) a write that would need more. With EtcdEndpoints it
 	// must not exceed the cluster's --max-txn-ops. Default 128, etcd's
-	// default.
+	// default; at least registry.MinTxnOps.
 	MaxTxnOps int
 	// Logger; default slog.Default().
 	Logger *slog.Logger

@@ -61,7 +61,7 @@ type Options struct {
 	// MaxTxnOps is the most conditions, and the most writes, the store
 	// accepts in one transaction (etcd's --max-txn-ops); a write that needs
 	// more is refused with Invalid before it reaches the store. Default
-	// DefaultMaxTxnOps, etcd's own default.
+	// DefaultMaxTxnOps, etcd's own default; at least MinTxnOps.
 	MaxTxnOps int
 }
 
@@ -88,8 +88,11 @@ func New(s *store.Store, opts Options) (*Registry, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.MaxTxnOps <= 0 {
+	if opts.MaxTxnOps == 0 {
 		opts.MaxTxnOps = DefaultMaxTxnOps
+	}
+	if opts.MaxTxnOps < MinTxnOps {
+		return nil, fmt.Errorf("registry: MaxTxnOps must be at least %d (one object's write within the metadata limits), got %d", MinTxnOps, opts.MaxTxnOps)
 	}
 	r := &Registry{store: s, kinds: map[string]*Kind{}, byPlural: map[string]*Kind{},
 		enc: opts.Encryption, opts: opts, authz: authz.New(opts.Authorize...)}

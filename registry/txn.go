@@ -24,6 +24,11 @@ const MaxTxnItems = 64
 // transaction.
 const DefaultMaxTxnOps = 128
 
+// MinTxnOps is the least Options.MaxTxnOps a registry accepts: the
+// conditions of one create within the metadata limits (its own key, two
+// for its namespace, one per owner reference).
+const MinTxnOps = 3 + api.MaxOwnerReferences
+
 // Txn is a set of writes to several objects (and auxiliary keys) committed
 // atomically in one etcd transaction: all of them or none. Each object's
 // write gets every check its single-object verb makes (resourceVersion

@@ -34,6 +34,8 @@ type flags struct {
 	gcWorkers          int
 	logLevel           string
 	writeConfig        bool
+	// linear: the store's transaction limit.
+	etcdMaxTxnOps int
 }
 
 // New returns the `cairn server` command.
@@ -74,6 +76,9 @@ cairn commands read.`,
 	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&f.writeConfig, "write-config", true, "write ~/.cairn/config (server and admin token) when it does not exist")
+	// linear: the store's transaction limit.
+	fs.IntVar(&f.etcdMaxTxnOps, "etcd-max-txn-ops", daemon.DefaultMaxTxnOps,
+		fmt.Sprintf("most compares, and most writes, in one etcd transaction: the embedded etcd's --max-txn-ops; with --etcd-endpoints, the cluster's (at least %d)", daemon.MinTxnOps))
 	return cmd
 }
 
@@ -99,6 +104,9 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 			endpoints = append(endpoints, e)
 		}
 	}
+	if f.etcdMaxTxnOps < daemon.MinTxnOps {
+		return fmt.Errorf("--etcd-max-txn-ops must be at least %d (one object's write within the metadata limits), got %d", daemon.MinTxnOps, f.etcdMaxTxnOps)
+	}
 	if f.gcWorkers < 0 {
 		return fmt.Errorf("--gc-workers must not be negative, got %d", f.gcWorkers)
 	}
@@ -111,7 +119,7 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 		EncryptionKeyFile: f.encryptionKeyFile, ClientConfigPath: cfgPath,
 		Controllers: ctrls, CompactionInterval: f.compactionInterval,
 		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.leaderTTL,
-		Logger: log,
+		Logger: log, MaxTxnOps: f.etcdMaxTxnOps,
 	})
 	if err != nil {
 		return err
