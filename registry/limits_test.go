@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store"
 )
@@ -65,5 +66,39 @@ func TestLimits_StoredObjectOverALimitMayShrinkButNotGrow(t *testing.T) {
 	}
 	if c := statusOf(t, err).Details.Causes; len(c) != 1 || c[0].Field != "metadata.ownerReferences[3].uid" {
 		t.Fatalf("a new duplicate: causes %+v", c)
+	}
+}
+
+// TestLimits_DeletingAnObjectAtTheFinalizerLimitStillCompletes creates an
+// object with api.MaxFinalizers finalizers and deletes it: the deletion
+// mark adds cascade-deletion beyond the limit, and the updates that remove
+// the finalizers one by one are still accepted until the object is gone.
+func TestLimits_DeletingAnObjectAtTheFinalizerLimitStillCompletes(t *testing.T) {
+	r, _ := newRegistry(t)
+	ctx := sysCtx()
+	obj := testkit.Secret("default", "full", nil)
+	for i := range api.MaxFinalizers {
+		obj.Finalizers = append(obj.Finalizers, fmt.Sprintf("cairn.dev/f%d", i))
+	}
+	if _, err := r.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	cur, _, err := r.Delete(ctx, "Secret", "default", "full", api.DeleteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cur.Finalizers) != api.MaxFinalizers+1 {
+		t.Fatalf("marked with %d finalizers", len(cur.Finalizers))
+	}
+	for len(cur.Finalizers) > 0 {
+		cur.Finalizers = cur.Finalizers[1:]
+		out, err := r.Update(ctx, cur)
+		if err != nil {
+			t.Fatalf("removing a finalizer, %d left: %v", len(cur.Finalizers), err)
+		}
+		cur = out
+	}
+	if _, err := r.Get(ctx, "Secret", "default", "full"); !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("after its last finalizer: %v", err)
 	}
 }
