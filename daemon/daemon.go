@@ -46,6 +46,13 @@ const (
 	DefaultNamespaceMaxBytes   = registry.DefaultNamespaceMaxBytes
 )
 
+// DefaultMaxTxnOps and MinTxnOps are the default and the least
+// Options.MaxTxnOps (registry.DefaultMaxTxnOps, registry.MinTxnOps).
+const (
+	DefaultMaxTxnOps = registry.DefaultMaxTxnOps
+	MinTxnOps        = registry.MinTxnOps
+)
+
 // Options configures a server process. The zero value of every field but
 // DataDir has a sensible default.
 type Options struct {
@@ -89,6 +96,12 @@ type Options struct {
 	// registry's defaults, negative for no limit.
 	NamespaceMaxObjects int64
 	NamespaceMaxBytes   int64
+	// MaxTxnOps is the most conditions, and the most writes, of one etcd
+	// transaction: the embedded etcd is started with it, and the registry
+	// refuses (422) a write that would need more. With EtcdEndpoints it
+	// must not exceed the cluster's --max-txn-ops. Default 128, etcd's
+	// default; at least registry.MinTxnOps.
+	MaxTxnOps int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -144,7 +157,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	endpoints := opts.EtcdEndpoints
 	if len(endpoints) == 0 {
-		e, err := embedded.Start(opts.DataDir, embedded.Options{})
+		e, err := embedded.Start(opts.DataDir, embedded.Options{MaxTxnOps: opts.MaxTxnOps})
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +180,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now}), Encryption: enc,
 		NamespaceMaxObjects: opts.NamespaceMaxObjects, NamespaceMaxBytes: opts.NamespaceMaxBytes,
 		Authorize:        []authz.Rule{authz.AllowUnscoped},
-		BookmarkInterval: opts.BookmarkInterval, Logger: d.log})
+		BookmarkInterval: opts.BookmarkInterval, Logger: d.log, MaxTxnOps: opts.MaxTxnOps})
 	if err != nil {
 		return d, err
 	}

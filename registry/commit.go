@@ -13,13 +13,24 @@ import (
 // transaction, retrying the races the single-object verbs retry: an
 // unconditional write whose object changed, a create whose owners or
 // namespace moved, a generated name that collided, a stale first read. It
-// is the one commit path of Create, Update, UpdateStatus, Delete and
-// Txn.Commit.
+// is the one commit path of Create, Update, UpdateStatus, Patch, Delete and
+// Txn.Commit. Unconditional writes first wait for the other unconditional
+// writes of this process to the same objects, and retries wait a jittered
+// backoff (see retry.go); when ctx ends meanwhile, it returns Timeout.
 //
 // It returns the results in item order; or the index of the item that
 // failed (-1 when the failure is the transaction's as a whole) and its
 // error, a store error or an *api.Status (see apiError).
 func (r *Registry) run(ctx context.Context, u identity.User, items []*txnItem) ([]TxnResult, int, error) {
+	unlock, err := r.lockUnconditional(ctx, items)
+	if err != nil {
+		return nil, -1, err
+	}
+	defer unlock()
+	limit := 0
+	for _, it := range items {
+		limit = max(limit, it.maxAttempts())
+	}
 	plans := make([]*plan, len(items))
 	for attempt := 0; ; attempt++ {
 		pend := pendingOf(r, items)
@@ -54,8 +65,11 @@ func (r *Registry) run(ctx context.Context, u identity.User, items []*txnItem) (
 				return nil, i, items[i].exhausted()
 			}
 		}
-		if attempt >= maxUpdateAttempts {
+		if attempt >= limit {
 			return nil, -1, api.NewStatus(api.ReasonConflict, "the transaction's objects keep changing; retry")
+		}
+		if err := pause(ctx, attempt); err != nil {
+			return nil, -1, err
 		}
 	}
 }
@@ -75,7 +89,15 @@ func (r *Registry) planItem(ctx context.Context, u identity.User, it *txnItem, a
 		if err != nil {
 			return nil, err
 		}
-		if !conditional {
+		switch {
+		case it.patch != nil:
+			if obj, err = applyPatch(cur.obj, it.patch); err != nil {
+				return nil, err
+			}
+			if !conditional {
+				obj.ResourceVersion = cur.obj.ResourceVersion
+			}
+		case !conditional:
 			obj = obj.DeepCopy()
 			obj.ResourceVersion = cur.obj.ResourceVersion
 		}
@@ -108,12 +130,16 @@ func pendingOf(r *Registry, items []*txnItem) pending {
 }
 
 // commitAll commits plans in one store transaction, each condition once.
-// It returns BadRequest when they exceed etcd's limits, Forbidden when they
-// would take a namespace over its limits (limits.go), and
-// store.ErrPrecondition when a condition failed.
+// It returns Invalid when they exceed the store's limits (checkTxnSize),
+// Forbidden when they would take a namespace over its limits (limits.go),
+// and store.ErrPrecondition when a condition failed.
 func (r *Registry) commitAll(ctx context.Context, plans []*plan) (int64, error) {
 	if len(plans) == 1 {
-		return r.commitWithinLimits(ctx, plans, r.conds(plans[0]), plans[0].ops)
+		conds := r.conds(plans[0])
+		if err := r.checkTxnSize(plans, len(conds), len(plans[0].ops)); err != nil {
+			return 0, err
+		}
+		return r.commitWithinLimits(ctx, plans, conds, plans[0].ops)
 	}
 	var conds []store.Cond
 	var ops []store.Op
@@ -133,9 +159,8 @@ func (r *Registry) commitAll(ctx context.Context, plans []*plan) (int64, error) 
 		}
 		ops = append(ops, p.ops...)
 	}
-	if len(conds) > maxTxnOps || len(ops) > maxTxnOps {
-		return 0, api.NewBadRequest("the transaction needs %d conditions and %d writes; etcd accepts at most %d of each: split it",
-			len(conds), len(ops), maxTxnOps)
+	if err := r.checkTxnSize(plans, len(conds), len(ops)); err != nil {
+		return 0, err
 	}
 	return r.commitWithinLimits(ctx, plans, conds, ops)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -31,8 +29,13 @@ func checkType(k *Kind, obj *api.Object) error {
 	return checkFields(k, obj)
 }
 
-// validateMeta checks the user-settable metadata of obj.
-func validateMeta(k *Kind, obj *api.Object) field.ErrorList {
+// validateMeta checks the user-settable metadata of obj; old is the
+// stored object an update replaces (nil for a create). Each list is checked
+// against its limit (api.MaxFinalizers and friends) before its items, in
+// time linear in its length; a list over its limit gets one TooMany (or
+// TooLong) error and no error per item. A list that old already held over
+// its limit may stay so as long as it does not grow (see limitFor).
+func (r *Registry) validateMeta(k *Kind, obj, old *api.Object) field.ErrorList {
 	var errs field.ErrorList
 	m := &obj.ObjectMeta
 	if m.Name == "" {
@@ -53,43 +56,14 @@ func validateMeta(k *Kind, obj *api.Object) field.ErrorList {
 	} else if m.Namespace != "" {
 		errs = append(errs, field.Forbidden(metaPath.Child("namespace"), k.Kind+" is not namespaced"))
 	}
-	errs = append(errs, validateLabels(m.Labels)...)
-	errs = append(errs, validateAnnotations(m.Annotations)...)
-	for i, f := range m.Finalizers {
-		p := metaPath.Child("finalizers").Index(i)
-		for _, msg := range validation.IsQualifiedName(f) {
-			errs = append(errs, field.Invalid(p, f, msg))
-		}
-		if slices.Index(m.Finalizers, f) != i {
-			errs = append(errs, field.Duplicate(p, f))
-		}
+	var was *api.ObjectMeta
+	if old != nil {
+		was = &old.ObjectMeta
 	}
-	controllers := 0
-	for i, o := range m.OwnerReferences {
-		p := metaPath.Child("ownerReferences").Index(i)
-		if o.Kind == "" {
-			errs = append(errs, field.Required(p.Child("kind"), ""))
-		}
-		if o.Name == "" {
-			errs = append(errs, field.Required(p.Child("name"), ""))
-		}
-		if o.UID == "" {
-			errs = append(errs, field.Required(p.Child("uid"), "the owner's uid is required"))
-		}
-		if o.APIVersion != "" && o.APIVersion != api.APIVersion {
-			errs = append(errs, field.NotSupported(p.Child("apiVersion"), o.APIVersion, []string{api.APIVersion}))
-		}
-		if o.UID != "" && o.UID == m.UID {
-			errs = append(errs, field.Invalid(p, o.Name, "an object cannot own itself"))
-		}
-		if o.Controller {
-			controllers++
-		}
-	}
-	if controllers > 1 {
-		errs = append(errs, field.Invalid(metaPath.Child("ownerReferences"), controllers,
-			"at most one owner reference may set controller: true"))
-	}
+	errs = append(errs, validateLabels(m.Labels, was)...)
+	errs = append(errs, validateAnnotations(m.Annotations, was)...)
+	errs = append(errs, validateFinalizers(m.Finalizers, was)...)
+	errs = append(errs, r.validateOwnerRefs(m, was)...)
 	return errs
 }
 
@@ -102,8 +76,15 @@ func validateMeta(k *Kind, obj *api.Object) field.ErrorList {
 func (r *Registry) checkOwners(ctx context.Context, k *Kind, obj *api.Object, keep []api.OwnerReference, pend pending) ([]ownerGuard, error) {
 	var guards []ownerGuard
 	var errs field.ErrorList
+	if len(obj.OwnerReferences) == 0 {
+		return nil, nil
+	}
+	kept := make(map[api.OwnerReference]struct{}, len(keep))
+	for _, o := range keep {
+		kept[o] = struct{}{}
+	}
 	for i, o := range obj.OwnerReferences {
-		if slices.Contains(keep, o) {
+		if _, ok := kept[o]; ok {
 			continue
 		}
 		p := metaPath.Child("ownerReferences").Index(i)
@@ -160,37 +141,4 @@ func kindNames(r *Registry) []string {
 		names = append(names, k.Kind)
 	}
 	return names
-}
-
-// maxAnnotationBytes bounds the total size of an object's annotations.
-const maxAnnotationBytes = 256 << 10
-
-func validateLabels(l map[string]string) field.ErrorList {
-	var errs field.ErrorList
-	p := metaPath.Child("labels")
-	for k, v := range l {
-		for _, msg := range validation.IsQualifiedName(k) {
-			errs = append(errs, field.Invalid(p, k, "label key: "+msg))
-		}
-		for _, msg := range validation.IsValidLabelValue(v) {
-			errs = append(errs, field.Invalid(p.Key(k), v, msg))
-		}
-	}
-	return errs
-}
-
-func validateAnnotations(a map[string]string) field.ErrorList {
-	var errs field.ErrorList
-	p := metaPath.Child("annotations")
-	total := 0
-	for k, v := range a {
-		for _, msg := range validation.IsQualifiedName(strings.ToLower(k)) {
-			errs = append(errs, field.Invalid(p, k, "annotation key: "+msg))
-		}
-		total += len(k) + len(v)
-	}
-	if total > maxAnnotationBytes {
-		errs = append(errs, field.TooLong(p, "", maxAnnotationBytes))
-	}
-	return errs
 }

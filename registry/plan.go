@@ -76,16 +76,6 @@ func (p *plan) result(rev int64) *api.Object {
 	return p.out
 }
 
-// commit writes one plan, as commitAll. It returns store.ErrPrecondition,
-// writing nothing, when one of its conditions failed.
-func (r *Registry) commit(ctx context.Context, p *plan) (*api.Object, error) {
-	rev, err := r.commitAll(ctx, []*plan{p})
-	if err != nil {
-		return nil, err
-	}
-	return p.result(rev), nil
-}
-
 // planCreate plans the create of obj, whose name and uid are set (it
 // resets the other server-set fields of obj). It reads nothing but the
 // owners obj references.
@@ -95,7 +85,7 @@ func (r *Registry) planCreate(ctx context.Context, adm *Admission, k *Kind, obj 
 	obj.ResourceVersion = ""
 	obj.DeletionTimestamp = nil
 	obj.SetField(api.FieldStatus, nil)
-	errs := validateMeta(k, obj)
+	errs := r.validateMeta(k, obj, nil)
 	if obj.HasFinalizer(api.FinalizerCascadeDeletion) {
 		errs = append(errs, field.Forbidden(metaPath.Child("finalizers"),
 			api.FinalizerCascadeDeletion+" is managed by the server"))
@@ -151,7 +141,7 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 		obj.UID, obj.CreationTimestamp, obj.DeletionTimestamp = old.UID, old.CreationTimestamp, old.DeletionTimestamp
 		obj.Generation, obj.GenerateName = old.Generation, old.GenerateName
 		obj.SetField(api.FieldStatus, old.Field(api.FieldStatus))
-		metaErrs = append(validateMeta(k, obj), validateFinalizerChange(old, obj)...)
+		metaErrs = append(r.validateMeta(k, obj, old), validateFinalizerChange(old, obj)...)
 	}
 	out, errs, err := k.prepare(ctx, adm, obj, old)
 	if err != nil {

@@ -66,6 +66,11 @@ type Options struct {
 	// negative value sets no limit.
 	NamespaceMaxObjects int64
 	NamespaceMaxBytes   int64
+	// MaxTxnOps is the most conditions, and the most writes, the store
+	// accepts in one transaction (etcd's --max-txn-ops); a write that needs
+	// more is refused with Invalid before it reaches the store. Default
+	// DefaultMaxTxnOps, etcd's own default; at least MinTxnOps.
+	MaxTxnOps int
 }
 
 // Registry serves the API semantics. It is safe for concurrent use.
@@ -78,6 +83,7 @@ type Registry struct {
 	authz    *authz.Authorizer
 	watch    *watchcache.Caches // shared watch caches per kind (watch.go)
 	usage    *usage.Tracker     // per-namespace usage (limits.go)
+	locks    keyLocks           // unconditional writes per object (retry.go)
 }
 
 // New builds a registry over s.
@@ -90,6 +96,12 @@ func New(s *store.Store, opts Options) (*Registry, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.MaxTxnOps == 0 {
+		opts.MaxTxnOps = DefaultMaxTxnOps
+	}
+	if opts.MaxTxnOps < MinTxnOps {
+		return nil, fmt.Errorf("registry: MaxTxnOps must be at least %d (one object's write within the metadata limits), got %d", MinTxnOps, opts.MaxTxnOps)
 	}
 	r := &Registry{store: s, kinds: map[string]*Kind{}, byPlural: map[string]*Kind{},
 		enc: opts.Encryption, opts: opts, authz: authz.New(opts.Authorize...)}

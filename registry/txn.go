@@ -14,14 +14,20 @@ import (
 	"cairn.dev/cairn/store"
 )
 
-// MaxTxnItems bounds the writes of one Txn. Beyond it, or when its
-// conditions or writes exceed what etcd accepts in one transaction
-// (maxTxnOps of each), Commit answers BadRequest.
+// MaxTxnItems bounds the writes of one Txn; beyond it Commit answers
+// BadRequest. Its conditions and writes are also bounded, by
+// Options.MaxTxnOps of each (see checkTxnSize).
 const MaxTxnItems = 64
 
-// maxTxnOps is etcd's default limit on the conditions, and on the writes,
-// of one transaction (--max-txn-ops).
-const maxTxnOps = 128
+// DefaultMaxTxnOps is the default of Options.MaxTxnOps: etcd's default
+// limit (--max-txn-ops) on the conditions, and on the writes, of one
+// transaction.
+const DefaultMaxTxnOps = 128
+
+// MinTxnOps is the least Options.MaxTxnOps a registry accepts: the
+// conditions of one create within the metadata limits (its own key, two
+// for its namespace, one per owner reference).
+const MinTxnOps = 3 + api.MaxOwnerReferences
 
 // Txn is a set of writes to several objects (and auxiliary keys) committed
 // atomically in one etcd transaction: all of them or none. Each object's
@@ -95,9 +101,11 @@ func (t *Txn) Also(conds []store.Cond, ops ...store.Op) {
 // of the failing write's own verb (Unauthorized without a caller;
 // Forbidden; NotFound; AlreadyExists; Conflict for a stale
 // resourceVersion or a failed Also condition; Invalid; BadRequest, also
-// for a transaction beyond MaxTxnItems or etcd's limits, or one that
-// writes an object twice; ServiceUnavailable, Timeout), names that write:
-// `transaction item 2 (update Secret "demo/db"): ...`.
+// for a transaction beyond MaxTxnItems or one that writes an object twice;
+// ServiceUnavailable, Timeout), names that write:
+// `transaction item 2 (update Secret "demo/db"): ...`. A transaction with
+// more conditions or writes than the store accepts (Options.MaxTxnOps)
+// is Invalid, naming its size and the limit, and never reaches the store.
 func (t *Txn) Commit(ctx context.Context) ([]TxnResult, error) {
 	u, err := caller(ctx)
 	if err != nil {
@@ -154,6 +162,10 @@ type txnItem struct {
 	opts           api.DeleteOptions
 	// generate is true when a create's name was generated.
 	generate bool
+	// patch, for a Patch, is the JSON merge patch applied to the object
+	// read at each attempt; obj then holds only its kind, namespace, name
+	// and the resourceVersion the patch sets (its precondition).
+	patch []byte
 	// conds and ops are Also's.
 	conds []store.Cond
 	ops   []store.Op
@@ -279,22 +291,53 @@ func (it *txnItem) fail(i int, err error) error {
 	return &c
 }
 
+// unconditional reports whether the item writes an existing object at
+// whatever version it finds: an update, status update or patch without a
+// resourceVersion, a delete without a resourceVersion precondition.
+func (it *txnItem) unconditional() bool {
+	switch it.op {
+	case OpUpdate, OpUpdateStatus:
+		return it.obj.ResourceVersion == ""
+	case OpDelete:
+		return it.opts.Preconditions.ResourceVersion == ""
+	}
+	return false
+}
+
 // maxAttempts bounds how often the item may lose a race before its write
-// is refused.
+// is refused (see retry.go).
 func (it *txnItem) maxAttempts() int {
-	if it.op == OpCreate {
+	switch {
+	case it.op == OpCreate:
 		return maxCreateAttempts
+	case it.unconditional():
+		return maxUnconditionalAttempts
 	}
 	return maxUpdateAttempts
 }
 
 // exhausted is the error of an item that lost too many races.
 func (it *txnItem) exhausted() error {
-	switch it.op {
-	case OpCreate:
+	switch {
+	case it.op == OpCreate:
 		return api.NewConflict(it.k.Kind, it.name(), "too many concurrent changes to its namespace or owners; retry")
-	case OpDelete:
+	case it.unconditional():
+		return api.NewConflict(it.k.Kind, it.name(), fmt.Sprintf("the object kept changing: %d attempts in a row lost the race; retry", it.maxAttempts()))
+	case it.op == OpDelete:
 		return api.NewConflict(it.k.Kind, it.name(), "the object keeps changing; retry")
 	}
 	return api.NewConflict(it.k.Kind, it.name(), "the object has been modified; read it again and retry")
+}
+
+// lockUnconditional takes this process's locks of the objects that items
+// write unconditionally (see keyLocks) and returns the function that
+// releases them. Errors: Timeout when ctx ends first.
+func (r *Registry) lockUnconditional(ctx context.Context, items []*txnItem) (func(), error) {
+	var keys []string
+	for _, it := range items {
+		if it.k != nil && it.unconditional() {
+			keys = append(keys, r.key(it.k, it.namespace(), it.name()))
+		}
+	}
+	return r.locks.lock(ctx, keys)
 }

@@ -253,7 +253,8 @@ func TestTxn_BoundsAndDuplicates(t *testing.T) {
 		ns := fmt.Sprintf("ns%d", i)
 		tx.Create(testkit.Secret(ns, "s", nil))
 	}
-	if _, err := tx.Commit(ctx); !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "etcd accepts at most 128") {
+	if _, err := tx.Commit(ctx); !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), "150 conditions") ||
+		!strings.Contains(err.Error(), "at most 128") {
 		t.Fatalf("too many conditions: %v", err)
 	}
 	tx = r.Txn()

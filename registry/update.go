@@ -4,19 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
-	"cairn.dev/cairn/store"
 )
-
-// maxUpdateAttempts bounds the internal retries of unconditional writes
-// (no resourceVersion given) that lose a race.
-const maxUpdateAttempts = 16
 
 // Get reads one object. It blocks on one store read. A Namespace comes
 // with status.usage: what it holds as this registry counts it (limits.go).
@@ -39,15 +32,22 @@ func (r *Registry) Get(ctx context.Context, kind, ns, name string) (*api.Object,
 // Update replaces an object's metadata and desired state; its status is
 // kept as stored. With metadata.resourceVersion set the write happens only
 // if the object is still at that version (else Conflict); without it the
-// write applies to the latest version. Generation grows by one when the
-// desired state changes. An update that leaves a deleting object without
-// finalizers removes it from the store (watchers see DELETED). It blocks on
-// one store read and one transaction (more when it retries a lost race).
+// write applies to the latest version: when another write commits between
+// its read and its own, it reads again and retries, after waiting for this
+// process's other unconditional writes to the object (see retry.go).
+// Generation grows by one when the desired state changes. An update that
+// leaves a deleting object without finalizers removes it from the store
+// (watchers see DELETED). It blocks on one store read and one transaction
+// (more when it retries a lost race), and, without a resourceVersion, on
+// the object's other writers in this process.
 //
 // Errors: Unauthorized, Forbidden (the caller may not; a new owner is being
-// deleted), NotFound, Conflict (stale resourceVersion or uid), Invalid
-// (field errors, a finalizer added to a deleting object, an unknown owner),
-// BadRequest, ServiceUnavailable, Timeout.
+// deleted), NotFound, Conflict (stale resourceVersion or uid; without a
+// resourceVersion, only after 100 lost races in a row), Invalid (field
+// errors, a list over its limit, a finalizer added to a deleting object,
+// an unknown owner, a write too large for one store transaction),
+// BadRequest, ServiceUnavailable, Timeout (also when ctx ends while the
+// write waits for its turn or a retry: nothing was written).
 func (r *Registry) Update(ctx context.Context, in *api.Object) (*api.Object, error) {
 	return r.write(ctx, in, OpUpdate)
 }
@@ -81,7 +81,10 @@ func (r *Registry) write(ctx context.Context, in *api.Object, op Operation) (*ap
 
 // Patch applies a JSON merge patch (RFC 7386) to the object, or with status
 // to its status subresource. A patch that sets metadata.resourceVersion is
-// conditional on it; otherwise Patch retries on concurrent changes.
+// conditional on it (Conflict when the object is at another version);
+// otherwise it applies to the latest version, as an Update without a
+// resourceVersion: it is merged into the object as read at each attempt
+// and retried until it commits (see retry.go).
 // Errors: as Update, plus BadRequest for a malformed patch.
 func (r *Registry) Patch(ctx context.Context, kind, ns, name string, patch []byte, status bool) (*api.Object, error) {
 	a := authz.Attributes{Verb: authz.VerbPatch, Namespace: ns, Name: name}
@@ -100,43 +103,59 @@ func (r *Registry) Patch(ctx context.Context, kind, ns, name string, patch []byt
 	if err := checkPatchFields(k, probe); err != nil {
 		return nil, err
 	}
-	out, err := r.patch(ctx, r.admission(op, u), k, ns, name, patch)
-	return out, apiError(err, k.Kind, name)
+	it := newPatch(k, ns, name, patch, patchPrecondition(probe), op)
+	if it.err != nil {
+		return nil, it.err
+	}
+	res, _, err := r.run(ctx, u, []*txnItem{it})
+	if err != nil {
+		return nil, apiError(err, k.Kind, name)
+	}
+	return res[0].Object, nil
 }
 
-// patch reads, merges and writes until the write commits, retrying a race
-// the caller did not ask to detect and a first attempt that may have read
-// a stale version.
-func (r *Registry) patch(ctx context.Context, adm *Admission, k *Kind, ns, name string, patch []byte) (*api.Object, error) {
-	for attempt := 0; ; attempt++ {
-		cur, err := r.readForWrite(ctx, k, ns, name, attempt, func(*stored) bool { return true })
-		if err != nil {
-			return nil, err
-		}
-		raw, err := json.Marshal(cur.obj)
-		if err != nil {
-			return nil, err
-		}
-		merged, err := jsonpatch.MergePatch(raw, patch)
-		if err != nil {
-			return nil, api.NewBadRequest("cannot apply the merge patch: %v", err)
-		}
-		next := &api.Object{}
-		if err := json.Unmarshal(merged, next); err != nil {
-			return nil, api.NewBadRequest("the patched object does not decode: %s", describeDecodeError(err))
-		}
-		p, err := r.planUpdate(ctx, adm, k, next, cur, nil)
-		if err == nil {
-			var out *api.Object
-			if out, err = r.commit(ctx, p); err == nil {
-				return out, nil
-			}
-		}
-		retry := next.ResourceVersion == cur.obj.ResourceVersion || attempt == 0
-		if !errors.Is(err, store.ErrPrecondition) || !retry || attempt >= maxUpdateAttempts {
-			return nil, err // a precondition failure becomes Conflict
-		}
+// newPatch is the write of patch to kind k's object ns/name, conditional
+// on resourceVersion rv unless rv is "".
+func newPatch(k *Kind, ns, name string, patch []byte, rv string, op Operation) *txnItem {
+	obj := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: k.Kind}}
+	obj.Name, obj.ResourceVersion = name, rv
+	if k.Namespaced {
+		obj.Namespace = ns
 	}
+	it := &txnItem{op: op, k: k, obj: obj, patch: patch}
+	_, it.err = parseRV(rv)
+	return it
+}
+
+// patchPrecondition is the metadata.resourceVersion a merge patch (decoded
+// into probe) sets, or "" when it sets none (or null).
+func patchPrecondition(probe map[string]json.RawMessage) string {
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(probe["metadata"], &meta) != nil {
+		return ""
+	}
+	var rv string
+	if json.Unmarshal(meta["resourceVersion"], &rv) != nil {
+		return ""
+	}
+	return rv
+}
+
+// applyPatch merges patch into cur, the object as stored.
+func applyPatch(cur *api.Object, patch []byte) (*api.Object, error) {
+	raw, err := json.Marshal(cur)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := jsonpatch.MergePatch(raw, patch)
+	if err != nil {
+		return nil, api.NewBadRequest("cannot apply the merge patch: %v", err)
+	}
+	next := &api.Object{}
+	if err := json.Unmarshal(merged, next); err != nil {
+		return nil, api.NewBadRequest("the patched object does not decode: %s", describeDecodeError(err))
+	}
+	return next, nil
 }
 
 func errOrNull(err error) error {
@@ -144,23 +163,4 @@ func errOrNull(err error) error {
 		return errors.New("null")
 	}
 	return err
-}
-
-// validateFinalizerChange forbids adding finalizers to a deleting object
-// and adding the server-managed cascade-deletion finalizer to a live one.
-func validateFinalizerChange(old, obj *api.Object) field.ErrorList {
-	var errs field.ErrorList
-	p := metaPath.Child("finalizers")
-	for _, f := range obj.Finalizers {
-		if slices.Contains(old.Finalizers, f) {
-			continue
-		}
-		switch {
-		case old.Deleting():
-			errs = append(errs, field.Forbidden(p, "cannot add finalizer "+f+": the object is being deleted"))
-		case f == api.FinalizerCascadeDeletion:
-			errs = append(errs, field.Forbidden(p, f+" is managed by the server"))
-		}
-	}
-	return errs
 }

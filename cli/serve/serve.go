@@ -40,6 +40,8 @@ type flags struct {
 	// namespace limits (limits.go)
 	nsMaxObjects int64
 	nsMaxBytes   string
+	// linear: the store's transaction limit.
+	etcdMaxTxnOps int
 }
 
 // New returns the `cairn server` command.
@@ -85,6 +87,9 @@ cairn commands read.`,
 	fs.DurationVar(&f.requestBodyTimeout, "request-body-timeout", 30*time.Second,
 		"how long a client may take to send a request body; slower ones get 408 and are disconnected")
 	namespaceLimitFlags(fs, f)
+	// linear: the store's transaction limit.
+	fs.IntVar(&f.etcdMaxTxnOps, "etcd-max-txn-ops", daemon.DefaultMaxTxnOps,
+		fmt.Sprintf("most compares, and most writes, in one etcd transaction: the embedded etcd's --max-txn-ops; with --etcd-endpoints, the cluster's (at least %d)", daemon.MinTxnOps))
 	return cmd
 }
 
@@ -113,6 +118,9 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	if f.requestBodyTimeout <= 0 {
 		return fmt.Errorf("--request-body-timeout must be positive, got %s", f.requestBodyTimeout)
 	}
+	if f.etcdMaxTxnOps < daemon.MinTxnOps {
+		return fmt.Errorf("--etcd-max-txn-ops must be at least %d (one object's write within the metadata limits), got %d", daemon.MinTxnOps, f.etcdMaxTxnOps)
+	}
 	if f.gcWorkers < 0 {
 		return fmt.Errorf("--gc-workers must not be negative, got %d", f.gcWorkers)
 	}
@@ -131,7 +139,7 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.leaderTTL,
 		BodyReadTimeout:     f.requestBodyTimeout,
 		NamespaceMaxObjects: nsObjects, NamespaceMaxBytes: nsBytes,
-		Logger: log,
+		Logger: log, MaxTxnOps: f.etcdMaxTxnOps,
 	})
 	if err != nil {
 		return err

@@ -57,6 +57,11 @@ type Etcd struct {
 type Options struct {
 	// StartTimeout bounds the wait for etcd to be ready; default 60s.
 	StartTimeout time.Duration
+	// MaxTxnOps is the most conditions, and the most writes, etcd accepts
+	// in one transaction (--max-txn-ops); default etcd's own, 128. The
+	// registry over it must be given the same number
+	// (registry.Options.MaxTxnOps).
+	MaxTxnOps int
 }
 
 // Start runs etcd with its data under dir (created with mode 0700 when
@@ -135,6 +140,9 @@ func startEtcd(dir, sock string, opts Options) (*embed.Etcd, error) {
 	cfg.LogLevel = "error"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	cfg.MaxRequestBytes = 4 << 20
+	if opts.MaxTxnOps > 0 {
+		cfg.MaxTxnOps = uint(opts.MaxTxnOps)
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: start embedded etcd in %s: %w", cfg.Dir, err)
