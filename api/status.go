@@ -30,6 +30,9 @@ const (
 	ReasonInternalError    Reason = "InternalError"
 	ReasonUnavailable      Reason = "ServiceUnavailable"
 	ReasonTimeout          Reason = "Timeout"
+	// ReasonInsufficientStorage: the store is full; reads and deletes
+	// still work.
+	ReasonInsufficientStorage Reason = "InsufficientStorage"
 )
 
 // Code returns the HTTP status code of a reason. It is the one place where
@@ -62,6 +65,8 @@ func (r Reason) Code() int {
 		return http.StatusServiceUnavailable
 	case ReasonTimeout:
 		return http.StatusGatewayTimeout
+	case ReasonInsufficientStorage:
+		return http.StatusInsufficientStorage
 	default:
 		return http.StatusInternalServerError
 	}
@@ -122,6 +127,8 @@ var (
 	ErrGone            = &Status{Reason: ReasonGone}
 	ErrTooManyRequests = &Status{Reason: ReasonTooManyRequests}
 	ErrInternal        = &Status{Reason: ReasonInternalError}
+	// ErrInsufficientStorage: the store is full (HTTP 507).
+	ErrInsufficientStorage = &Status{Reason: ReasonInsufficientStorage}
 )
 
 // ReasonOf returns the reason of an API error, ReasonInternalError for any

@@ -109,6 +109,8 @@ func reasonForCode(code int) api.Reason {
 		return api.ReasonUnavailable
 	case http.StatusGatewayTimeout:
 		return api.ReasonTimeout
+	case http.StatusInsufficientStorage:
+		return api.ReasonInsufficientStorage
 	default:
 		return api.ReasonInternalError
 	}

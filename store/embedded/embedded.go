@@ -12,6 +12,8 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"cairn.dev/cairn/store"
 )
 
 // Etcd is a single-node etcd running inside the cairn process.
@@ -28,6 +30,10 @@ type Options struct {
 	ClientURL string
 	// StartTimeout bounds the wait for etcd to be ready; default 60s.
 	StartTimeout time.Duration
+	// Quota is etcd's backend quota in bytes (its --quota-backend-bytes):
+	// past it etcd raises its NOSPACE alarm and refuses every write that
+	// stores data; default store.DefaultQuota.
+	Quota int64
 }
 
 // Start runs etcd with its data under dir and blocks until it serves
@@ -55,7 +61,7 @@ func Start(dir string, opts Options) (*Etcd, error) {
 	cfg.InitialCluster = cfg.Name + "=" + purl.String()
 	cfg.LogLevel = "error"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cfg.MaxRequestBytes = 4 << 20
+	setLimits(cfg, opts)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: start embedded etcd in %s: %w", cfg.Dir, err)
@@ -78,3 +84,13 @@ func (e *Etcd) Err() <-chan error { return e.etcd.Err() }
 
 // Close stops etcd gracefully, flushing its data.
 func (e *Etcd) Close() { e.etcd.Close() }
+
+// setLimits sets the sizes etcd accepts: its quota and the largest request
+// (store.MaxRequestBytes, which the store's client and Txn agree with).
+func setLimits(cfg *embed.Config, opts Options) {
+	cfg.QuotaBackendBytes = opts.Quota
+	if cfg.QuotaBackendBytes <= 0 {
+		cfg.QuotaBackendBytes = store.DefaultQuota
+	}
+	cfg.MaxRequestBytes = store.MaxRequestBytes
+}
