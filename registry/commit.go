@@ -88,7 +88,7 @@ func (r *Registry) planItem(ctx context.Context, u identity.User, it *txnItem, a
 		if err != nil {
 			return nil, err
 		}
-		return r.planDelete(ctx, r.admission(OpDelete, u), it.k, cur, it.opts)
+		return r.planDelete(ctx, r.admission(OpDelete, u), it.k, cur, it.opts, it.direct)
 	}
 	return &plan{self: it.conds, ops: it.ops}, nil
 }
@@ -108,9 +108,13 @@ func pendingOf(r *Registry, items []*txnItem) pending {
 }
 
 // commitAll commits plans in one store transaction, each condition once.
-// It returns BadRequest when they exceed etcd's limits, and
-// store.ErrPrecondition when a condition failed.
+// It returns BadRequest when they exceed etcd's limits,
+// store.ErrPrecondition when a condition failed, and store.ErrNoSpace
+// (checkSpace) when they do not fit in the store.
 func (r *Registry) commitAll(ctx context.Context, plans []*plan) (int64, error) {
+	if err := r.checkSpace(plans); err != nil {
+		return 0, err
+	}
 	if len(plans) == 1 {
 		return r.store.Txn(ctx, r.conds(plans[0]), plans[0].ops...)
 	}

@@ -58,6 +58,10 @@ type Options struct {
 	// that ended and is restarted); default slog.Default(), as in cairn's
 	// other packages.
 	Logger *slog.Logger
+	// MaxObjectBytes bounds an object's stored encoding (after encryption):
+	// a create or update beyond it is refused with RequestEntityTooLarge;
+	// default DefaultMaxObjectBytes. Keep it well under store.MaxTxnBytes.
+	MaxObjectBytes int64
 }
 
 // Registry serves the API semantics. It is safe for concurrent use.
@@ -81,6 +85,12 @@ func New(s *store.Store, opts Options) (*Registry, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.MaxObjectBytes <= 0 {
+		opts.MaxObjectBytes = DefaultMaxObjectBytes
+	}
+	if opts.MaxObjectBytes > store.MaxTxnBytes {
+		return nil, fmt.Errorf("registry: the object size limit %d exceeds what one etcd request holds (%d)", opts.MaxObjectBytes, store.MaxTxnBytes)
 	}
 	r := &Registry{store: s, kinds: map[string]*Kind{}, byPlural: map[string]*Kind{},
 		enc: opts.Encryption, opts: opts, authz: authz.New(opts.Authorize...)}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
@@ -34,6 +35,7 @@ type flags struct {
 	gcWorkers          int
 	logLevel           string
 	writeConfig        bool
+	storeQuota         string
 }
 
 // New returns the `cairn server` command.
@@ -74,6 +76,7 @@ cairn commands read.`,
 	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&f.writeConfig, "write-config", true, "write ~/.cairn/config (server and admin token) when it does not exist")
+	fs.StringVar(&f.storeQuota, "store-quota", "2Gi", "space quota of the embedded etcd (e.g. 512Mi, 8Gi); past it, writes that add data get 507 until space is freed. With --etcd-endpoints the cluster's own quota applies")
 	return cmd
 }
 
@@ -106,12 +109,16 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	if err != nil {
 		return fmt.Errorf("--controllers: %w", err)
 	}
+	quota, err := parseQuota(f.storeQuota)
+	if err != nil {
+		return err
+	}
 	d, err := daemon.Start(ctx, daemon.Options{
 		Listen: f.listen, AdvertiseURL: f.advertiseURL, DataDir: f.dataDir, EtcdEndpoints: endpoints,
 		EncryptionKeyFile: f.encryptionKeyFile, ClientConfigPath: cfgPath,
 		Controllers: ctrls, CompactionInterval: f.compactionInterval,
 		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.leaderTTL,
-		Logger: log,
+		Logger: log, StoreQuota: quota,
 	})
 	if err != nil {
 		return err
@@ -123,4 +130,15 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	case <-d.Done():
 		return d.Wait()
 	}
+}
+
+// parseQuota reads --store-quota: a size such as 2Gi, 512Mi or 1G. The
+// daemon checks its bounds.
+func parseQuota(s string) (int64, error) {
+	q, err := resource.ParseQuantity(s)
+	n, ok := q.AsInt64()
+	if err != nil || !ok || n <= 0 {
+		return 0, fmt.Errorf("--store-quota %q: give a size such as 2Gi or 512Mi", s)
+	}
+	return n, nil
 }
