@@ -326,6 +326,9 @@ func (d *Daemon) Metrics() *prometheus.Registry { return d.metrics }
 // Store is the daemon's store.
 func (d *Daemon) Store() *store.Store { return d.store }
 
+// Space is the store's space monitor, which every server runs.
+func (d *Daemon) Space() *store.SpaceMonitor { return d.space }
+
 // EtcdEndpoint is the client URL of the embedded etcd ("" when external).
 func (d *Daemon) EtcdEndpoint() string {
 	if d.embedded == nil {

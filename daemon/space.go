@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store"
 )
 
@@ -17,8 +18,15 @@ func (d *Daemon) monitorSpace(ctx context.Context) {
 	if d.embedded == nil {
 		setting = "the etcd cluster's --quota-backend-bytes"
 	}
+	// The store counts as full once an object of the largest size, with
+	// its key, no longer fits: a create refused for lack of space then
+	// finds the store full, as /readyz and the metrics say.
+	reserve := d.opts.MaxObjectBytes
+	if reserve <= 0 {
+		reserve = registry.DefaultMaxObjectBytes
+	}
 	d.space = d.store.MonitorSpace(store.SpaceOptions{Quota: d.opts.StoreQuota, Setting: setting,
-		Interval: d.opts.SpaceCheckInterval, Logger: d.log})
+		Interval: d.opts.SpaceCheckInterval, Reserve: reserve + 64<<10, Logger: d.log})
 	if _, err := d.space.Check(ctx); err != nil {
 		d.log.Warn("could not check the store's space; the space monitor tries again", "err", err)
 	}

@@ -26,6 +26,9 @@ const (
 	// data stop at the soft limit (Space.Limit), so that deletion marks
 	// still fit and etcd's own alarm does not fire.
 	HeadroomPercent = 5
+	// DefaultReserve is the default of SpaceOptions.Reserve: an object of
+	// the registry's default largest size (1.5 MiB) with its key.
+	DefaultReserve = 2 << 20
 )
 
 // checkTimeout bounds one round of the monitor but a defragmentation;
@@ -46,10 +49,17 @@ type Space struct {
 	// InUse is the part of it that holds data, the rest being free pages
 	// that a defragmentation gives back.
 	Size, InUse int64
+	// Pending is what writes stored since the check (etcd's quota cost of
+	// their puts): an estimate of Size's growth until the next check.
+	Pending int64
+	// Reserve is the room under Limit the store needs to count as not
+	// full (SpaceOptions.Reserve).
+	Reserve int64
 	// Alarm reports etcd's NOSPACE alarm: while it is raised, etcd refuses
 	// every request that stores data, and accepts reads and deletions.
 	Alarm bool
-	// Full is Alarm, or Size at or past Limit.
+	// Full is Alarm, or less than Reserve left under Limit (counting
+	// Pending): writes that add data are refused.
 	Full bool
 	// Recoveries counts the times the store went from full back to not
 	// full since the monitor started.
@@ -115,6 +125,11 @@ type SpaceOptions struct {
 	Setting string
 	// Interval is how often Run checks; default DefaultSpaceInterval.
 	Interval time.Duration
+	// Reserve is the room left under the soft limit below which the store
+	// counts as full: at least what the largest single write adds, so that
+	// a store that refuses a write for lack of space also says it is full;
+	// default DefaultReserve.
+	Reserve int64
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -127,11 +142,10 @@ type SpaceMonitor struct {
 	log  *slog.Logger
 	wake chan struct{}
 
-	mu  sync.Mutex
+	mu sync.Mutex
+	// cur is the space at the last check (Full as found then), with
+	// Pending updated since.
 	cur Space
-	// added is what writes stored since the last check (etcd's quota
-	// cost), so that Fits does not wait for the next check to see them.
-	added int64
 }
 
 // MonitorSpace attaches a space monitor to s and returns it. From then on
@@ -147,6 +161,9 @@ func (s *Store) MonitorSpace(opts SpaceOptions) *SpaceMonitor {
 	}
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultSpaceInterval
+	}
+	if opts.Reserve <= 0 {
+		opts.Reserve = DefaultReserve
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -182,9 +199,7 @@ func (s *Store) Fits(grow bool, ops ...Op) error {
 	if cost == 0 {
 		return nil
 	}
-	m.mu.Lock()
-	sp, added := m.cur, m.added
-	m.mu.Unlock()
+	sp := m.Space()
 	if sp.Quota == 0 {
 		return nil
 	}
@@ -192,7 +207,7 @@ func (s *Store) Fits(grow bool, ops ...Op) error {
 	if grow {
 		limit = sp.Limit
 	}
-	if (grow && sp.Full) || sp.Size+added+cost >= limit {
+	if (grow && sp.Full) || sp.Size+sp.Pending+cost >= limit {
 		return &SpaceError{Space: sp, Need: cost, Limit: limit}
 	}
 	return nil
@@ -211,11 +226,20 @@ func (s *Store) noSpace(err error) error {
 	return err
 }
 
-// Space returns the space as last checked. It does not block.
+// Space returns the space as last checked, with what was written since.
+// It does not block.
 func (m *SpaceMonitor) Space() Space {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.cur
+	sp := m.cur
+	sp.Full = sp.Full || sp.full()
+	return sp
+}
+
+// full reports whether sp is full, counting what was written since it was
+// checked.
+func (sp Space) full() bool {
+	return sp.Quota > 0 && (sp.Alarm || sp.Size+sp.Pending >= sp.Limit-sp.Reserve)
 }
 
 func (m *SpaceMonitor) nudge() {
@@ -230,7 +254,7 @@ func (m *SpaceMonitor) wrote(cost int64) {
 		return
 	}
 	m.mu.Lock()
-	m.added += cost
+	m.cur.Pending += cost
 	m.mu.Unlock()
 }
 
@@ -285,16 +309,19 @@ func (m *SpaceMonitor) check(ctx context.Context) (Space, []member, error) {
 		sp.Quota = m.opts.Quota
 	}
 	sp.Limit = sp.Quota - sp.Quota*HeadroomPercent/100
-	sp.Full = sp.Alarm || sp.Size >= sp.Limit
+	sp.Reserve = min(m.opts.Reserve, sp.Limit/2)
 	sp.Checked = time.Now()
+	sp.Full = sp.full()
 
+	// Recoveries and the log follow what checks find, not what Pending
+	// estimates between them.
 	m.mu.Lock()
 	was := m.cur
 	sp.Recoveries = was.Recoveries
 	if was.Full && !sp.Full {
 		sp.Recoveries++
 	}
-	m.cur, m.added = sp, 0
+	m.cur = sp
 	m.mu.Unlock()
 	switch {
 	case sp.Full && !was.Full:
@@ -308,9 +335,9 @@ func (m *SpaceMonitor) check(ctx context.Context) (Space, []member, error) {
 // Run checks the space every Interval, and soon after etcd refused a write
 // for lack of space, until ctx is done. While the store is full it
 // recovers it without an operator, in three idempotent steps: it compacts
-// the history to the current revision; it defragments each member whose
-// data would then fit under the soft limit; and it disarms etcd's NOSPACE
-// alarm once the size is under the soft limit. It needs no leader (etcd
+// the history to the current revision; it defragments each full member
+// whose data leaves half the headroom free below the full mark; and it
+// disarms etcd's NOSPACE alarm once the size is under the soft limit. It needs no leader (etcd
 // grants no lease on a full store): every server runs it. It blocks;
 // failures are logged and retried at the next check.
 func (m *SpaceMonitor) Run(ctx context.Context) {
@@ -372,9 +399,14 @@ func (m *SpaceMonitor) Recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Defragment a full member once its data leaves half the headroom
+	// free below the full mark: the store then stays out of it for a
+	// while, instead of defragmenting at every write.
+	full := sp.Limit - sp.Reserve
+	target := full - (sp.Quota-sp.Limit)/2
 	for _, mb := range members {
-		if mb.size < sp.Limit || mb.inUse >= sp.Limit || mb.size-mb.inUse < sp.Quota/100 {
-			continue // not full, or defragmenting would not make it so
+		if mb.size < full || mb.inUse > target {
+			continue // not full, or defragmenting would not free enough
 		}
 		dctx, dcancel := context.WithTimeout(ctx, defragTimeout)
 		_, err := m.s.cli.Defragment(dctx, mb.endpoint)
