@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -27,7 +28,9 @@ func (d *Daemon) monitorSpace(ctx context.Context) {
 	}
 	d.space = d.store.MonitorSpace(store.SpaceOptions{Quota: d.opts.StoreQuota, Setting: setting,
 		Interval: d.opts.SpaceCheckInterval, Reserve: reserve + 64<<10, Logger: d.log})
-	if _, err := d.space.Check(ctx); err != nil {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := d.space.Check(cctx); err != nil {
 		d.log.Warn("could not check the store's space; the space monitor tries again", "err", err)
 	}
 }
