@@ -33,6 +33,9 @@ const (
 	// ReasonRequestTimeout: the client did not send its request body in
 	// time (HTTP 408); the server closes the connection.
 	ReasonRequestTimeout Reason = "RequestTimeout"
+	// ReasonInsufficientStorage: the store is full; reads and deletes
+	// still work.
+	ReasonInsufficientStorage Reason = "InsufficientStorage"
 )
 
 // Code returns the HTTP status code of a reason. It is the one place where
@@ -67,6 +70,8 @@ func (r Reason) Code() int {
 		return http.StatusGatewayTimeout
 	case ReasonRequestTimeout:
 		return http.StatusRequestTimeout
+	case ReasonInsufficientStorage:
+		return http.StatusInsufficientStorage
 	default:
 		return http.StatusInternalServerError
 	}
@@ -127,6 +132,8 @@ var (
 	ErrGone            = &Status{Reason: ReasonGone}
 	ErrTooManyRequests = &Status{Reason: ReasonTooManyRequests}
 	ErrInternal        = &Status{Reason: ReasonInternalError}
+	// ErrInsufficientStorage: the store is full (HTTP 507).
+	ErrInsufficientStorage = &Status{Reason: ReasonInsufficientStorage}
 )
 
 // ReasonOf returns the reason of an API error, ReasonInternalError for any

@@ -111,6 +111,8 @@ func reasonForCode(code int) api.Reason {
 		return api.ReasonTimeout
 	case http.StatusRequestTimeout:
 		return api.ReasonRequestTimeout
+	case http.StatusInsufficientStorage:
+		return api.ReasonInsufficientStorage
 	default:
 		return api.ReasonInternalError
 	}

@@ -104,6 +104,17 @@ type Options struct {
 	MaxTxnOps int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// StoreQuota is the embedded etcd's space quota in bytes; default
+	// store.DefaultQuota (2 GiB), at least store.MinQuota. With an
+	// external etcd the quota the cluster reports is used, this one only
+	// when it reports none (etcd before 3.6).
+	StoreQuota int64
+	// MaxObjectBytes bounds an object's stored encoding; default
+	// registry.DefaultMaxObjectBytes.
+	MaxObjectBytes int64
+	// SpaceCheckInterval is how often the store's space is checked (and a
+	// full store recovered); default store.DefaultSpaceInterval.
+	SpaceCheckInterval time.Duration
 }
 
 // Daemon is a running server process.
@@ -113,6 +124,7 @@ type Daemon struct {
 	embedded *embedded.Etcd
 	etcd     *clientv3.Client
 	store    *store.Store
+	space    *store.SpaceMonitor
 	registry *registry.Registry
 	auth     *auth.Authenticator
 	http     *server.Server
@@ -157,7 +169,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	endpoints := opts.EtcdEndpoints
 	if len(endpoints) == 0 {
-		e, err := embedded.Start(opts.DataDir, embedded.Options{MaxTxnOps: opts.MaxTxnOps})
+		e, err := embedded.Start(opts.DataDir, embedded.Options{MaxTxnOps: opts.MaxTxnOps, Quota: opts.StoreQuota})
 		if err != nil {
 			return nil, err
 		}
@@ -169,6 +181,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		return d, err
 	}
 	d.etcd, d.store = cli, store.New(cli)
+	d.monitorSpace(ctx)
 	keyFile := opts.EncryptionKeyFile
 	if keyFile == "" {
 		keyFile = filepath.Join(opts.DataDir, "encryption.key")
@@ -180,7 +193,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now}), Encryption: enc,
 		NamespaceMaxObjects: opts.NamespaceMaxObjects, NamespaceMaxBytes: opts.NamespaceMaxBytes,
 		Authorize:        []authz.Rule{authz.AllowUnscoped},
-		BookmarkInterval: opts.BookmarkInterval, Logger: d.log, MaxTxnOps: opts.MaxTxnOps})
+		BookmarkInterval: opts.BookmarkInterval, Logger: d.log, MaxTxnOps: opts.MaxTxnOps, MaxObjectBytes: opts.MaxObjectBytes})
 	if err != nil {
 		return d, err
 	}
@@ -188,11 +201,12 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		return d, fmt.Errorf("daemon: initialize the store: %w", err)
 	}
 	d.auth = auth.New(d.store)
-	if d.token, err = d.auth.EnsureAdminToken(ctx, filepath.Join(opts.DataDir, "admin.token")); err != nil {
+	if err := d.ensureAdminToken(ctx); err != nil {
 		return d, err
 	}
 	d.metrics = prometheus.NewRegistry()
 	d.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.metrics.MustRegister(spaceMetrics(d.store)...)
 	d.system = local.New(d.registry, identity.System())
 	if d.listener, err = net.Listen("tcp", opts.Listen); err != nil {
 		return d, fmt.Errorf("daemon: listen on %s: %w", opts.Listen, err)
@@ -217,6 +231,12 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	rctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	d.spawn(func() error { return d.http.Serve(rctx, d.listener) })
+	// Every server watches the space and recovers a full store: etcd
+	// grants no lease then, so this cannot wait for an election.
+	d.spawn(func() error {
+		d.space.Run(rctx)
+		return nil
+	})
 	// Compaction runs in one server at a time, whether or not it runs the
 	// controllers: pure API servers must not let history grow forever.
 	d.spawn(func() error {
@@ -263,6 +283,9 @@ func withDefaults(o Options) Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.StoreQuota == 0 {
+		o.StoreQuota = store.DefaultQuota
+	}
 	return o
 }
 
@@ -279,6 +302,9 @@ func validate(o Options) error {
 	}
 	if o.DataDir == "" {
 		return fmt.Errorf("daemon: a data dir is required")
+	}
+	if o.StoreQuota < store.MinQuota {
+		return fmt.Errorf("daemon: the store quota must be at least %s, got %d bytes", store.FormatBytes(store.MinQuota), o.StoreQuota)
 	}
 	if o.AdvertiseURL != "" {
 		if u, err := url.Parse(o.AdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -360,6 +386,9 @@ func (d *Daemon) Metrics() *prometheus.Registry { return d.metrics }
 // Store is the daemon's store.
 func (d *Daemon) Store() *store.Store { return d.store }
 
+// Space is the store's space monitor, which every server runs.
+func (d *Daemon) Space() *store.SpaceMonitor { return d.space }
+
 // EtcdEndpoint is the client endpoint of the embedded etcd, "unix://"
 // followed by the path of its socket in the data dir ("" when external).
 func (d *Daemon) EtcdEndpoint() string {
@@ -404,7 +433,7 @@ func (d *Daemon) closeStore() {
 // at another server. A config for this same URL gets the current token.
 func (d *Daemon) writeClientConfig() error {
 	path := d.opts.ClientConfigPath
-	if path == "" {
+	if path == "" || d.token == "" { // no admin token on a full store
 		return nil
 	}
 	cur, err := client.LoadConfig(path)

@@ -266,6 +266,7 @@ func TestDaemon_RejectsSettingsThatCannotWork(t *testing.T) {
 		{"negative bookmark interval", daemon.Options{BookmarkInterval: -time.Second}, "bookmark interval"},
 		{"sub-second leader TTL", daemon.Options{LeaderTTL: 100 * time.Millisecond}, "leader TTL"},
 		{"advertised URL without a scheme", daemon.Options{AdvertiseURL: "10.0.0.5:7070"}, "advertised URL"},
+		{"store quota below the minimum", daemon.Options{StoreQuota: 1 << 20}, "store quota must be at least 16Mi"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.DataDir, tc.opts.Listen, tc.opts.Logger = t.TempDir(), "127.0.0.1:0", quiet

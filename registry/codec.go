@@ -16,6 +16,8 @@ import (
 type stored struct {
 	obj *api.Object
 	rev int64
+	// size is the stored value's length in bytes.
+	size int
 }
 
 // encode serializes obj for the store: resourceVersion is not stored (it is
@@ -90,7 +92,7 @@ func (r *Registry) readWith(ctx context.Context, get func(context.Context, strin
 	if err != nil {
 		return nil, err
 	}
-	return &stored{obj: obj, rev: kv.ModRevision}, nil
+	return &stored{obj: obj, rev: kv.ModRevision, size: len(kv.Value)}, nil
 }
 
 // desired returns the canonical JSON of an object's desired state:

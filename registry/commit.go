@@ -110,7 +110,7 @@ func (r *Registry) planItem(ctx context.Context, u identity.User, it *txnItem, a
 		if err != nil {
 			return nil, err
 		}
-		return r.planDelete(ctx, r.admission(OpDelete, u), it.k, cur, it.opts)
+		return r.planDelete(ctx, r.admission(OpDelete, u), it.k, cur, it.opts, it.direct)
 	}
 	return &plan{self: it.conds, ops: it.ops}, nil
 }
@@ -132,8 +132,12 @@ func pendingOf(r *Registry, items []*txnItem) pending {
 // commitAll commits plans in one store transaction, each condition once.
 // It returns Invalid when they exceed the store's limits (checkTxnSize),
 // Forbidden when they would take a namespace over its limits (limits.go),
-// and store.ErrPrecondition when a condition failed.
+// store.ErrNoSpace (checkSpace) when they do not fit in the store, and
+// store.ErrPrecondition when a condition failed.
 func (r *Registry) commitAll(ctx context.Context, plans []*plan) (int64, error) {
+	if err := r.checkSpace(plans); err != nil {
+		return 0, err
+	}
 	if len(plans) == 1 {
 		conds := r.conds(plans[0])
 		if err := r.checkTxnSize(plans, len(conds), len(plans[0].ops)); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
+	"cairn.dev/cairn/store"
 )
 
 // maxCreateAttempts bounds retries when a guard (namespace, owner) changed
@@ -69,15 +70,31 @@ func (r *Registry) EnsureNamespace(ctx context.Context, name string) error {
 // matches the one the store was written with, counts every namespace's
 // usage (a list of every object, a page at a time: namespace limits are
 // not enforced before), and creates the default namespace (as the system).
-// It is idempotent and safe to run on several servers at once.
+// It is idempotent and safe to run on several servers at once. It writes
+// only what is missing, so that it succeeds on a full store, which refuses
+// writes: what it cannot write there (on a store filled before its first
+// start) it logs and leaves to a later start.
 func (r *Registry) Init(ctx context.Context) error {
 	if r.enc != nil {
-		if err := r.enc.verify(ctx, r.store); err != nil {
+		err := r.enc.verify(ctx, r.store)
+		if errors.Is(err, store.ErrNoSpace) {
+			r.opts.Logger.Warn("the store is full: the encryption key's fingerprint will be recorded at a later start")
+		} else if err != nil {
 			return err
 		}
 	}
 	if err := r.usage.Start(ctx); err != nil {
 		return fmt.Errorf("registry: count namespace usage: %w", err)
 	}
-	return r.EnsureNamespace(system(ctx), api.DefaultNamespace)
+	ns := r.kinds[api.KindNamespace]
+	_, err := r.read(ctx, ns, "", api.DefaultNamespace)
+	if !errors.Is(err, store.ErrNotFound) {
+		return apiError(err, ns.Kind, api.DefaultNamespace)
+	}
+	err = r.EnsureNamespace(system(ctx), api.DefaultNamespace)
+	if errors.Is(err, api.ErrInsufficientStorage) {
+		r.opts.Logger.Warn("the store is full: the default namespace will be created at a later start")
+		return nil
+	}
+	return err
 }

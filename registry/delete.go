@@ -2,10 +2,12 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
+	"cairn.dev/cairn/store"
 )
 
 // Delete marks an object for deletion: it sets deletionTimestamp and adds
@@ -18,9 +20,13 @@ import (
 // once (gone true); its dependents are then collected as orphans. The
 // Authorizer allows a forced deletion to admins only.
 //
+// On a full store, where the deletion mark does not fit, an object without
+// finalizers is removed at once (gone true), its dependents collected as
+// orphans; one with finalizers gets InsufficientStorage.
+//
 // Errors: Unauthorized, Forbidden (the caller may not; the default
 // namespace), NotFound, Conflict (a precondition does not match),
-// ServiceUnavailable, Timeout.
+// InsufficientStorage, ServiceUnavailable, Timeout.
 func (r *Registry) Delete(ctx context.Context, kind, ns, name string, opts api.DeleteOptions) (*api.Object, bool, error) {
 	k, u, err := r.admit(ctx, kind, authz.Attributes{Verb: authz.VerbDelete, Namespace: ns, Name: name, Force: opts.Force})
 	if err != nil {
@@ -31,6 +37,13 @@ func (r *Registry) Delete(ctx context.Context, kind, ns, name string, opts api.D
 		return nil, false, it.err
 	}
 	res, _, err := r.run(ctx, u, []*txnItem{it})
+	if errors.Is(err, store.ErrNoSpace) && !opts.Force {
+		// The store is full and the deletion mark did not fit: remove the
+		// object at once if it has no finalizers (a pure deletion, which
+		// etcd accepts even then).
+		it.direct = true
+		res, _, err = r.run(ctx, u, []*txnItem{it})
+	}
 	if err != nil {
 		return nil, false, apiError(err, k.Kind, name)
 	}

@@ -146,13 +146,17 @@ func (e *Encryption) decrypt(data []byte, key string) ([]byte, error) {
 func aad(key string) []byte { return append(bytes.Clone(encPrefix), key...) }
 
 // verify records the key fingerprint on first use and fails when the store
-// was written with a different key.
+// was written with a different key. It reads before it writes, so that a
+// restart writes nothing (a full store refuses writes).
 func (e *Encryption) verify(ctx context.Context, s *store.Store) error {
-	_, err := s.Txn(ctx, []store.Cond{store.Absent(keyIDKey)}, store.Put(keyIDKey, []byte(e.id)))
-	if err == nil || !errors.Is(err, store.ErrPrecondition) {
-		return err
-	}
 	kv, err := s.Get(ctx, keyIDKey)
+	if errors.Is(err, store.ErrNotFound) {
+		_, err = s.Txn(ctx, []store.Cond{store.Absent(keyIDKey)}, store.Put(keyIDKey, []byte(e.id)))
+		if err == nil || !errors.Is(err, store.ErrPrecondition) {
+			return err
+		}
+		kv, err = s.Get(ctx, keyIDKey)
+	}
 	if err != nil {
 		return err
 	}

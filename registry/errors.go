@@ -24,11 +24,15 @@ const retryAfterSeconds = 1
 //   - store.ErrCompacted → Gone; store.ErrFutureRevision → BadRequest;
 //   - store.ErrUnavailable → ServiceUnavailable with RetryAfterSeconds;
 //   - store.ErrTimeout → Timeout;
+//   - store.ErrNoSpace → InsufficientStorage (507), naming the quota;
+//   - store.ErrTooLarge → RequestEntityTooLarge (413), naming the limit;
 //   - anything else → InternalError, which keeps err for the server's log
 //     and shows the client nothing of it.
 func apiError(err error, kind, name string) error {
 	var st *api.Status
 	var exceeded *usage.ExceededError
+	var space *store.SpaceError
+	var size *store.SizeError
 	switch {
 	case err == nil:
 		return nil
@@ -48,6 +52,10 @@ func apiError(err error, kind, name string) error {
 		st = api.NewStatus(api.ReasonUnavailable, "the store is unavailable; retry")
 		st.Details = &api.StatusDetails{Kind: kind, Name: name, RetryAfterSeconds: retryAfterSeconds}
 		return st
+	case errors.As(err, &space):
+		return insufficientStorage(space, kind, name)
+	case errors.As(err, &size):
+		return tooLarge(size)
 	case errors.Is(err, store.ErrTimeout):
 		st = api.NewStatus(api.ReasonTimeout, "the store did not answer in time; the request may or may not have been applied")
 		if kind != "" {

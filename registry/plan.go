@@ -40,6 +40,10 @@ type plan struct {
 	write bool
 	// gone is true when the commit removes the object.
 	gone bool
+	// grows is true when the plan adds data to the store (a create, an
+	// update that makes the object larger), which a full store refuses;
+	// deletion marks and shrinking updates still fit (checkSpace).
+	grows bool
 }
 
 // ownerGuard requires an owner to be unchanged since it was checked.
@@ -105,9 +109,12 @@ func (r *Registry) planCreate(ctx context.Context, adm *Admission, k *Kind, obj 
 	if err != nil {
 		return nil, err
 	}
+	if err := r.checkObjectSize(k, out, raw, 0); err != nil {
+		return nil, err
+	}
 	key := r.key(k, out.Namespace, out.Name)
 	p := &plan{k: k, key: key, self: []store.Cond{store.Absent(key)}, owners: owners,
-		ops: []store.Op{store.Put(key, raw)}, size: int64(len(raw)), out: out, write: true}
+		ops: []store.Op{store.Put(key, raw)}, size: int64(len(raw)), out: out, write: true, grows: true}
 	if k.Namespaced && (pend == nil || !pend.has(r.namespaceKey(out.Namespace))) {
 		p.ns = out.Namespace
 	}
@@ -170,17 +177,22 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 		if err != nil {
 			return nil, err
 		}
-		p.ops, p.size = []store.Op{store.Put(key, raw)}, int64(len(raw))
+		if err := r.checkObjectSize(k, out, raw, cur.size); err != nil {
+			return nil, err
+		}
+		p.ops, p.size, p.grows = []store.Op{store.Put(key, raw)}, int64(len(raw)), grows(raw, cur.size)
 	}
 	return p, nil
 }
 
 // planDelete plans the deletion of the stored cur: with opts.Force its
 // removal; for an object already marked, nothing (the plan confirms cur);
+// with direct (the store is full: a mark does not fit) the removal of an
+// object without finalizers, InsufficientStorage for one with finalizers;
 // else the deletion mark (deletionTimestamp and the cascade-deletion
 // finalizer). It returns Conflict when a precondition of opts does not
 // match cur.
-func (r *Registry) planDelete(ctx context.Context, adm *Admission, k *Kind, cur *stored, opts api.DeleteOptions) (*plan, error) {
+func (r *Registry) planDelete(ctx context.Context, adm *Admission, k *Kind, cur *stored, opts api.DeleteOptions, direct bool) (*plan, error) {
 	name := cur.obj.Name
 	if p := opts.Preconditions; p.UID != "" && p.UID != cur.obj.UID {
 		return nil, api.NewConflict(k.Kind, name, "uid precondition failed: the object has uid "+cur.obj.UID)
@@ -196,6 +208,13 @@ func (r *Registry) planDelete(ctx context.Context, adm *Admission, k *Kind, cur 
 		return p, nil
 	case cur.obj.Deleting():
 		p.out = cur.obj
+		return p, nil
+	case direct && len(cur.obj.Finalizers) > 0:
+		return nil, r.markDoesNotFit(k, cur.obj)
+	case direct:
+		// A pure deletion, which etcd accepts on a full store; the
+		// collector then finds the object's dependents orphaned.
+		p.ops, p.out, p.write, p.gone = append(removeOps(k, cur.obj), store.Del(key)), cur.obj.DeepCopy(), true, true
 		return p, nil
 	}
 	obj := cur.obj.DeepCopy()

@@ -71,6 +71,10 @@ type Options struct {
 	// more is refused with Invalid before it reaches the store. Default
 	// DefaultMaxTxnOps, etcd's own default; at least MinTxnOps.
 	MaxTxnOps int
+	// MaxObjectBytes bounds an object's stored encoding (after encryption):
+	// a create or update beyond it is refused with RequestEntityTooLarge;
+	// default DefaultMaxObjectBytes. Keep it well under store.MaxTxnBytes.
+	MaxObjectBytes int64
 }
 
 // Registry serves the API semantics. It is safe for concurrent use.
@@ -102,6 +106,12 @@ func New(s *store.Store, opts Options) (*Registry, error) {
 	}
 	if opts.MaxTxnOps < MinTxnOps {
 		return nil, fmt.Errorf("registry: MaxTxnOps must be at least %d (one object's write within the metadata limits), got %d", MinTxnOps, opts.MaxTxnOps)
+	}
+	if opts.MaxObjectBytes <= 0 {
+		opts.MaxObjectBytes = DefaultMaxObjectBytes
+	}
+	if opts.MaxObjectBytes > store.MaxTxnBytes {
+		return nil, fmt.Errorf("registry: the object size limit %d exceeds what one etcd request holds (%d)", opts.MaxObjectBytes, store.MaxTxnBytes)
 	}
 	r := &Registry{store: s, kinds: map[string]*Kind{}, byPlural: map[string]*Kind{},
 		enc: opts.Encryption, opts: opts, authz: authz.New(opts.Authorize...)}

@@ -171,6 +171,9 @@ type txnItem struct {
 	ops   []store.Op
 	// err is a failure found when the item was added.
 	err error
+	// direct makes a delete remove an object without finalizers at once,
+	// when its deletion mark did not fit in a full store (Registry.Delete).
+	direct bool
 }
 
 func (r *Registry) newCreate(in *api.Object) *txnItem {

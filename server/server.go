@@ -28,6 +28,7 @@ import (
 	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/registry"
+	"cairn.dev/cairn/store"
 )
 
 // Defaults of Options.
@@ -182,7 +183,8 @@ func (s *Server) authorizePath(r *http.Request) error {
 		User: u, Verb: strings.ToLower(r.Method), Path: r.URL.Path})
 }
 
-// serveReady answers 200 when the store answers within ReadyTimeout.
+// serveReady answers 200 when the store answers within ReadyTimeout and
+// is not full; 503 otherwise, saying which.
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.ReadyTimeout)
 	defer cancel()
@@ -190,7 +192,20 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, api.NewStatus(api.ReasonUnavailable, "the store does not answer"))
 		return
 	}
+	if err := storeFull(s.reg.Store().Space()); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	writeText(w, http.StatusOK, "ok\n")
+}
+
+// storeFull is the readiness error of a full store, nil for another.
+func storeFull(sp store.Space) error {
+	if !sp.Full {
+		return nil
+	}
+	return api.NewStatus(api.ReasonUnavailable, "the store is full: %s. Reads and deletions work; writes that add data "+
+		"are refused until space is freed, and cairn then accepts them again by itself", sp)
 }
 
 // Serve serves HTTP on l until ctx ends or the listener fails. When ctx

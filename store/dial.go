@@ -15,7 +15,7 @@ func Dial(ctx context.Context, endpoints []string) (*clientv3.Client, error) {
 		Endpoints:          endpoints,
 		DialTimeout:        10 * time.Second,
 		Logger:             zap.NewNop(),
-		MaxCallSendMsgSize: 4 << 20,
+		MaxCallSendMsgSize: MaxCallSendMsgBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: connect to etcd %v: %w", endpoints, err)

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -36,6 +38,19 @@ var (
 	// ErrTimeout: the request did not complete in time (etcd timed out, or
 	// the caller's deadline passed); it may or may not have been applied.
 	ErrTimeout = errors.New("store: etcd request timed out")
+	// ErrNoSpace: the store is full. Either etcd's database reached its
+	// quota (etcd then raises its NOSPACE alarm and refuses every request
+	// that stores data, while reads and pure deletions pass), or Fits
+	// found that a write would take the store past its limits. The error
+	// is a *SpaceError with the sizes. Etcd's own refusal is returned
+	// before it writes anything, but for one case at the quota's edge: a
+	// write admitted just before another filled the store is applied, and
+	// still answered with this error.
+	ErrNoSpace = errors.New("store: no space")
+	// ErrTooLarge: a request is larger than etcd accepts in one request
+	// (MaxTxnBytes, or an external cluster's smaller --max-request-bytes);
+	// nothing was written. The error is a *SizeError.
+	ErrTooLarge = errors.New("store: request too large")
 )
 
 // KV is a stored key with its value and revisions.
@@ -49,6 +64,8 @@ type KV struct {
 // Store reads and writes keys in etcd. It is safe for concurrent use.
 type Store struct {
 	cli *clientv3.Client
+	// space is the space monitor, once MonitorSpace has attached one.
+	space atomic.Pointer[SpaceMonitor]
 }
 
 // New wraps an etcd client. The caller keeps ownership of the client.
@@ -184,8 +201,13 @@ func Del(key string) Op { return Op{clientv3.OpDelete(key)} }
 
 // Txn applies ops atomically if every condition holds, and returns the
 // revision of the write. It returns ErrPrecondition, and writes nothing,
-// when a condition fails.
+// when a condition fails; a *SizeError (ErrTooLarge), sending nothing,
+// when the transaction encodes to more than MaxTxnBytes; a *SpaceError
+// (ErrNoSpace) when etcd refuses it for lack of space.
 func (s *Store) Txn(ctx context.Context, conds []Cond, ops ...Op) (int64, error) {
+	if n := TxnBytes(conds, ops); n > MaxTxnBytes {
+		return 0, &SizeError{Size: int64(n), Limit: MaxTxnBytes}
+	}
 	cmps := make([]clientv3.Cmp, len(conds))
 	for i, c := range conds {
 		cmps[i] = c.cmp
@@ -203,6 +225,9 @@ func (s *Store) Txn(ctx context.Context, conds []Cond, ops ...Op) (int64, error)
 	}
 	if !resp.Succeeded {
 		return 0, ErrPrecondition
+	}
+	if m := s.space.Load(); m != nil {
+		m.wrote(putCost(ops))
 	}
 	return resp.Header.Revision, nil
 }
@@ -243,13 +268,22 @@ func (s *Store) classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	return classify(err, s.cli.Ctx().Err() != nil)
+	err = classify(err, s.cli.Ctx().Err() != nil)
+	if errors.Is(err, ErrNoSpace) {
+		return s.noSpace(err)
+	}
+	return err
 }
 
 // classify is Store.classify for code without a Store at hand (a watch);
 // closed reports that the store's client has been closed.
 func classify(err error, closed bool) error {
 	switch {
+	case errors.Is(err, rpctypes.ErrNoSpace) || errors.Is(err, rpctypes.ErrGRPCNoSpace):
+		return &SpaceError{cause: err}
+	case errors.Is(err, rpctypes.ErrRequestTooLarge) || errors.Is(err, rpctypes.ErrGRPCRequestTooLarge) ||
+		isSendTooLarge(err):
+		return &SizeError{cause: err}
 	case errors.Is(err, rpctypes.ErrCompacted):
 		return fmt.Errorf("%w: %v", ErrCompacted, err)
 	case errors.Is(err, rpctypes.ErrFutureRev):
@@ -284,6 +318,17 @@ func isUnavailable(err error) bool {
 		return ee.Code() == codes.Unavailable
 	}
 	return grpcCode(err) == codes.Unavailable
+}
+
+// isSendTooLarge reports the gRPC client's refusal to send a message over
+// its MaxCallSendMsgSize (ResourceExhausted, which etcd's own "no space"
+// and "too many requests" share, told apart by their messages).
+func isSendTooLarge(err error) bool {
+	if grpcCode(err) != codes.ResourceExhausted {
+		return false
+	}
+	st, _ := status.FromError(err)
+	return strings.Contains(st.Message(), "larger than max")
 }
 
 // grpcCode returns the gRPC code of err, or codes.Unknown.

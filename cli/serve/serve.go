@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
@@ -42,6 +43,7 @@ type flags struct {
 	nsMaxBytes   string
 	// linear: the store's transaction limit.
 	etcdMaxTxnOps int
+	storeQuota    string
 }
 
 // New returns the `cairn server` command.
@@ -87,9 +89,9 @@ cairn commands read.`,
 	fs.DurationVar(&f.requestBodyTimeout, "request-body-timeout", 30*time.Second,
 		"how long a client may take to send a request body; slower ones get 408 and are disconnected")
 	namespaceLimitFlags(fs, f)
-	// linear: the store's transaction limit.
 	fs.IntVar(&f.etcdMaxTxnOps, "etcd-max-txn-ops", daemon.DefaultMaxTxnOps,
 		fmt.Sprintf("most compares, and most writes, in one etcd transaction: the embedded etcd's --max-txn-ops; with --etcd-endpoints, the cluster's (at least %d)", daemon.MinTxnOps))
+	fs.StringVar(&f.storeQuota, "store-quota", "2Gi", "space quota of the embedded etcd (e.g. 512Mi, 8Gi); past it, writes that add data get 507 until space is freed. With --etcd-endpoints the cluster's own quota applies")
 	return cmd
 }
 
@@ -132,6 +134,10 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	if err != nil {
 		return err
 	}
+	quota, err := parseQuota(f.storeQuota)
+	if err != nil {
+		return err
+	}
 	d, err := daemon.Start(ctx, daemon.Options{
 		Listen: f.listen, AdvertiseURL: f.advertiseURL, DataDir: f.dataDir, EtcdEndpoints: endpoints,
 		EncryptionKeyFile: f.encryptionKeyFile, ClientConfigPath: cfgPath,
@@ -139,7 +145,7 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.leaderTTL,
 		BodyReadTimeout:     f.requestBodyTimeout,
 		NamespaceMaxObjects: nsObjects, NamespaceMaxBytes: nsBytes,
-		Logger: log, MaxTxnOps: f.etcdMaxTxnOps,
+		Logger: log, MaxTxnOps: f.etcdMaxTxnOps, StoreQuota: quota,
 	})
 	if err != nil {
 		return err
@@ -151,4 +157,15 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	case <-d.Done():
 		return d.Wait()
 	}
+}
+
+// parseQuota reads --store-quota: a size such as 2Gi, 512Mi or 1G. The
+// daemon checks its bounds.
+func parseQuota(s string) (int64, error) {
+	q, err := resource.ParseQuantity(s)
+	n, ok := q.AsInt64()
+	if err != nil || !ok || n <= 0 {
+		return 0, fmt.Errorf("--store-quota %q: give a size such as 2Gi or 512Mi", s)
+	}
+	return n, nil
 }

@@ -3,6 +3,8 @@ package serve_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,5 +90,43 @@ func TestServer_BadFlagsAreClearErrors(t *testing.T) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || !strings.Contains(string(out), "--log-level") {
 		t.Fatalf("bad --log-level: err %v, output %q", err, out)
+	}
+}
+
+func TestServer_StoreQuotaFlagSetsTheQuotaAndRefusesBadSizes(t *testing.T) {
+	bin := clitest.BuildCairn(t)
+	for _, tc := range []struct{ value, mention string }{
+		{"lots", "--store-quota"},
+		{"-1Gi", "--store-quota"},
+		{"1Mi", "at least 16Mi"},
+	} {
+		out, err := exec.Command(bin, "server", "--store-quota", tc.value, "--data-dir", t.TempDir()).CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || !strings.Contains(string(out), tc.mention) {
+			t.Fatalf("--store-quota %s: err %v, output %q; want a refusal naming %q", tc.value, err, out, tc.mention)
+		}
+	}
+
+	home := t.TempDir()
+	cmd := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--store-quota", "32Mi")
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	srv := clitest.Start(t, cmd)
+	cfg, err := client.LoadConfig(filepath.Join(home, ".cairn", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+cfg.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), "\ncairn_store_quota_bytes 3.3554432e+07\n") {
+		t.Fatalf("/metrics does not report the 32Mi quota:\n%s", body)
 	}
 }

@@ -19,6 +19,8 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"cairn.dev/cairn/store"
 )
 
 // SocketName is the name of the client socket inside the data dir.
@@ -62,6 +64,10 @@ type Options struct {
 	// registry over it must be given the same number
 	// (registry.Options.MaxTxnOps).
 	MaxTxnOps int
+	// Quota is etcd's backend quota in bytes (its --quota-backend-bytes):
+	// past it etcd raises its NOSPACE alarm and refuses every write that
+	// stores data; default store.DefaultQuota.
+	Quota int64
 }
 
 // Start runs etcd with its data under dir (created with mode 0700 when
@@ -139,10 +145,7 @@ func startEtcd(dir, sock string, opts Options) (*embed.Etcd, error) {
 	cfg.EnableGRPCGateway = false
 	cfg.LogLevel = "error"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cfg.MaxRequestBytes = 4 << 20
-	if opts.MaxTxnOps > 0 {
-		cfg.MaxTxnOps = uint(opts.MaxTxnOps)
-	}
+	setLimits(cfg, opts)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: start embedded etcd in %s: %w", cfg.Dir, err)
@@ -174,4 +177,18 @@ func (e *Etcd) Err() <-chan error { return e.etcd.Err() }
 func (e *Etcd) Close() {
 	e.etcd.Close()
 	e.lock.Close()
+}
+
+// setLimits sets the sizes etcd accepts: its quota, the largest request
+// (store.MaxRequestBytes, which the store's client and Txn agree with) and
+// the most operations in one transaction.
+func setLimits(cfg *embed.Config, opts Options) {
+	cfg.QuotaBackendBytes = opts.Quota
+	if cfg.QuotaBackendBytes <= 0 {
+		cfg.QuotaBackendBytes = store.DefaultQuota
+	}
+	cfg.MaxRequestBytes = store.MaxRequestBytes
+	if opts.MaxTxnOps > 0 {
+		cfg.MaxTxnOps = uint(opts.MaxTxnOps)
+	}
 }

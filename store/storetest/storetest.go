@@ -15,7 +15,13 @@ import (
 // stop at test cleanup.
 func Start(t testing.TB) (*store.Store, string) {
 	t.Helper()
-	e, err := embedded.Start(t.TempDir(), embedded.Options{})
+	return StartWith(t, embedded.Options{})
+}
+
+// StartWith is Start with opts for the embedded etcd (a small Quota, say).
+func StartWith(t testing.TB, opts embedded.Options) (*store.Store, string) {
+	t.Helper()
+	e, err := embedded.Start(t.TempDir(), opts)
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)
 	}
