@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,7 +77,9 @@ func TestServer_RequestBodyTimeoutFlagCutsSlowBodies(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(raw), `"reason":"RequestTimeout"`) {
 		t.Fatalf("got %d %s, want 408 RequestTimeout", resp.StatusCode, raw)
 	}
-	if _, err := rd.ReadByte(); !errors.Is(err, io.EOF) {
+	// The server closes the connection: a clean EOF, or a reset when the
+	// client's unread bytes were still in flight as it closed.
+	if _, err := rd.ReadByte(); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
 		t.Errorf("the connection is still open after the 408: %v", err)
 	}
 }

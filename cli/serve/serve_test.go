@@ -108,7 +108,7 @@ func TestServer_StoreQuotaFlagSetsTheQuotaAndRefusesBadSizes(t *testing.T) {
 	}
 
 	home := t.TempDir()
-	cmd := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--store-quota", "32Mi")
+	cmd := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "data"), "--store-quota", "32Mi")
 	cmd.Env = append(os.Environ(), "HOME="+home)
 	srv := clitest.Start(t, cmd)
 	cfg, err := client.LoadConfig(filepath.Join(home, ".cairn", "config"))
