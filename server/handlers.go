@@ -73,12 +73,7 @@ func (s *Server) serveCollection(w *statusWriter, r *http.Request, rt *route) {
 			s.serveWatch(w, r, rt, opts)
 			return
 		}
-		list, err := s.reg.List(ctx, rt.kind.Kind, rt.ns, opts)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		s.writeJSON(w, r, http.StatusOK, list)
+		s.serveList(w, r, rt, opts)
 	case http.MethodPost:
 		obj, err := s.readObject(w, r, rt)
 		if err != nil {
