@@ -58,6 +58,14 @@ type Options struct {
 	// that ended and is restarted); default slog.Default(), as in cairn's
 	// other packages.
 	Logger *slog.Logger
+
+	// WatchBacklog and WatchBacklogBytes bound how far one watcher may
+	// fall behind: how many changes, and how many bytes of them, may wait
+	// for its consumer before the watch is ended with TooManyRequests (the
+	// client watches again from its last resourceVersion). Defaults 5000
+	// changes and 16 MiB; they never exceed the watch cache's own bounds.
+	WatchBacklog      int
+	WatchBacklogBytes int64
 }
 
 // Registry serves the API semantics. It is safe for concurrent use.
