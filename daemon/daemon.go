@@ -74,6 +74,13 @@ type Options struct {
 	LeaderTTL time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+
+	// Memory per request, as in server.Options: the caps on requests in
+	// flight and on open watches (429 beyond), and the write timeout for
+	// clients that stop reading. 0: the server's defaults; negative: none.
+	MaxRequestsInflight int
+	MaxWatches          int
+	WriteTimeout        time.Duration
 }
 
 // Daemon is a running server process.
@@ -174,7 +181,8 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 	}
 	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log,
-		Traces: traceSource{d}})
+		Traces:              traceSource{d},
+		MaxRequestsInflight: opts.MaxRequestsInflight, MaxWatches: opts.MaxWatches, WriteTimeout: opts.WriteTimeout})
 	if err != nil {
 		return d, err
 	}

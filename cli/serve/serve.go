@@ -19,6 +19,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
+	"cairn.dev/cairn/server"
 )
 
 type flags struct {
@@ -34,6 +35,44 @@ type flags struct {
 	gcWorkers          int
 	logLevel           string
 	writeConfig        bool
+	memory             memoryFlags
+}
+
+// memoryFlags bound the memory of requests (see limits in package server).
+type memoryFlags struct {
+	maxRequestsInflight int
+	maxWatches          int
+	writeTimeout        time.Duration
+}
+
+func (m *memoryFlags) add(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.IntVar(&m.maxRequestsInflight, "max-requests-inflight", server.DefaultMaxRequestsInflight,
+		"API requests served at once, watches apart; more are refused with 429 TooManyRequests (0: no limit)")
+	fs.IntVar(&m.maxWatches, "max-watches", server.DefaultMaxWatches,
+		"watches (and other long-running requests, such as followed logs) open at once; more are refused with 429 (0: no limit)")
+	fs.DurationVar(&m.writeTimeout, "write-timeout", server.DefaultWriteTimeout,
+		"how long one write of a response may wait for a client that does not read before its connection is closed (0: no limit)")
+}
+
+// apply sets the limits in opts; a flag's 0 (no limit) is the daemon's
+// negative.
+func (m *memoryFlags) apply(opts *daemon.Options) error {
+	if m.maxRequestsInflight < 0 || m.maxWatches < 0 || m.writeTimeout < 0 {
+		return fmt.Errorf("--max-requests-inflight, --max-watches and --write-timeout must not be negative")
+	}
+	none := func(n int) int {
+		if n == 0 {
+			return -1
+		}
+		return n
+	}
+	opts.MaxRequestsInflight, opts.MaxWatches = none(m.maxRequestsInflight), none(m.maxWatches)
+	opts.WriteTimeout = m.writeTimeout
+	if m.writeTimeout == 0 {
+		opts.WriteTimeout = -1
+	}
+	return nil
 }
 
 // New returns the `cairn server` command.
@@ -74,6 +113,7 @@ cairn commands read.`,
 	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&f.writeConfig, "write-config", true, "write ~/.cairn/config (server and admin token) when it does not exist")
+	f.memory.add(cmd)
 	return cmd
 }
 
@@ -106,13 +146,17 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	if err != nil {
 		return fmt.Errorf("--controllers: %w", err)
 	}
-	d, err := daemon.Start(ctx, daemon.Options{
+	opts := daemon.Options{
 		Listen: f.listen, AdvertiseURL: f.advertiseURL, DataDir: f.dataDir, EtcdEndpoints: endpoints,
 		EncryptionKeyFile: f.encryptionKeyFile, ClientConfigPath: cfgPath,
 		Controllers: ctrls, CompactionInterval: f.compactionInterval,
 		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.leaderTTL,
 		Logger: log,
-	})
+	}
+	if err := f.memory.apply(&opts); err != nil {
+		return err
+	}
+	d, err := daemon.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
