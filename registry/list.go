@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -22,12 +23,13 @@ const (
 	// listChunk is the most keys one store read returns.
 	listChunk = 500
 	// listFirstChunk is how many keys the first store read of a list asks
-	// for, before the size of the kind's objects is known.
+	// for when no list of the kind has been read yet.
 	listFirstChunk = 4
 	// listPageBytes is about how many bytes of stored values one store read
-	// returns: each read after the first asks for as many keys as fit, at
-	// the size of the largest value of the previous read (at least one).
-	listPageBytes = 2 << 20
+	// returns: each read asks for as many keys as fit (at least one), at
+	// the size of the largest value of the previous read, or, for a list's
+	// first read, of the last read of any list of the kind.
+	listPageBytes = 512 << 10
 )
 
 // continueToken is the opaque position of the next page.
@@ -97,7 +99,10 @@ func (r *Registry) openList(ctx context.Context, k *Kind, ns string, opts api.Li
 			return nil, err
 		}
 	}
-	lr := &ListReader{r: r, k: k, sel: sel, prefix: prefix, limit: opts.Limit, pos: pos, more: true}
+	hint, _ := r.listHints.LoadOrStore(k.Kind, new(atomic.Int64))
+	lr := &ListReader{r: r, k: k, sel: sel, prefix: prefix, limit: opts.Limit, pos: pos, more: true,
+		hint: hint.(*atomic.Int64)}
+	lr.largest = lr.hint.Load()
 	if err := lr.fetch(ctx); err != nil {
 		return nil, err
 	}
@@ -127,8 +132,9 @@ type ListReader struct {
 	page   []*store.KV   // the unread rest of the page last read
 	more   bool          // the store holds keys after the page last read
 	// largest is the size of the largest value of the page last read,
-	// which sizes the next.
+	// which sizes the next; hint is the kind's, shared with every list.
 	largest int64
+	hint    *atomic.Int64
 	count   int64  // objects returned
 	cont    string // the continue token, once the limit is reached
 	done    bool
@@ -195,8 +201,8 @@ func (l *ListReader) Next(ctx context.Context) (*api.Object, error) {
 
 // fetch reads the next page of the store, as many keys as fit in
 // listPageBytes at the size of the previous page's largest value (at most
-// listChunk, listFirstChunk for the first page); without a selector, no
-// more than the limit needs plus one, which tells whether a next page
+// listChunk; listFirstChunk when nothing is known); without a selector,
+// no more than the limit needs plus one, which tells whether a next page
 // exists.
 func (l *ListReader) fetch(ctx context.Context) error {
 	chunk := int64(listFirstChunk)
@@ -215,6 +221,9 @@ func (l *ListReader) fetch(ctx context.Context) error {
 	l.page, l.more, l.largest = page.KVs, page.More, 0
 	for _, kv := range page.KVs {
 		l.largest = max(l.largest, int64(len(kv.Value)))
+	}
+	if l.largest > 0 {
+		l.hint.Store(l.largest)
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"cairn.dev/cairn/api"
@@ -77,6 +78,9 @@ type Registry struct {
 	opts     Options
 	authz    *authz.Authorizer
 	watch    *watchcache.Caches // shared watch caches per kind (watch.go)
+	// listHints sizes the first store read of a list (list.go): kind name
+	// → *atomic.Int64, the largest value of the kind's last page read.
+	listHints sync.Map
 }
 
 // New builds a registry over s.

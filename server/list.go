@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -53,7 +54,7 @@ func (s *Server) serveList(w *statusWriter, r *http.Request, rt *route, opts api
 		if err != nil {
 			s.abortList(r, err)
 		}
-		raw, err := json.Marshal(obj)
+		raw, err := marshalItem(obj)
 		if err != nil {
 			s.abortList(r, err)
 		}
@@ -84,6 +85,21 @@ func (s *Server) abortList(r *http.Request, err error) {
 			"path", r.URL.Path, "err", api.LogValue(err))
 	}
 	panic(http.ErrAbortHandler)
+}
+
+// marshalItem returns json.Marshal(obj), without json.Marshal's two
+// copies of the object's encoding (its own buffer, and the copy it
+// returns) when it can: json.Marshal only checks and compacts what
+// obj.MarshalJSON writes, and escapes <, >, & and the line separators
+// U+2028 and U+2029; objects read from the store hold none of them
+// unescaped (they were stored as json.Marshal wrote them), so their
+// MarshalJSON output is json.Marshal's already.
+func marshalItem(obj *api.Object) ([]byte, error) {
+	raw, err := obj.MarshalJSON()
+	if err != nil || bytes.ContainsAny(raw, "<>&\u2028\u2029") {
+		return json.Marshal(obj)
+	}
+	return raw, nil
 }
 
 // appendListHead appends the opening of a list's JSON object and its type
