@@ -51,9 +51,10 @@ func parseSelector(s string) (labels.Selector, error) {
 // opts.Limit and opts.Continue. Every page of one list is read at the same
 // store revision, given as the list's resourceVersion.
 //
-// It holds the whole page in memory: callers that pass the objects on one
-// at a time (the HTTP server) use OpenList instead. It blocks on the store
-// reads of OpenList and ListReader.Next.
+// It returns the whole list (or page, with a limit) at once, for
+// in-process callers; callers that pass the objects on one at a time (the
+// HTTP server) use OpenList, whose reader List drains. It blocks on the
+// store reads of OpenList and ListReader.Next.
 //
 // Errors: Unauthorized, Forbidden, BadRequest (negative limit, bad
 // selector or continue token), Gone (the continue token's revision has
@@ -119,9 +120,10 @@ func (r *Registry) list(ctx context.Context, k *Kind, ns string, opts api.ListOp
 }
 
 // ListReader reads one list (see OpenList) page by page. It holds at most
-// one page of the store: about listPageBytes of stored values, or the
-// first page's few objects, or one object larger than that. It is not
-// safe for concurrent use.
+// one page of the store, about 512 KiB of stored values (one object when
+// objects are larger), sized from the largest value of the page before;
+// a page of objects much larger than those before it can hold more. It is
+// not safe for concurrent use.
 type ListReader struct {
 	r      *Registry
 	k      *Kind
