@@ -37,6 +37,8 @@ type Interface interface {
 	// List reads the objects of a kind in ns ("" for every namespace),
 	// filtered by opts.LabelSelector and paged by opts.Limit/Continue. The
 	// list's ResourceVersion is where a watch can start missing nothing.
+	// Without a limit the whole list is returned (over HTTP it is read in
+	// pages of ListChunkSize, so no single response is huge).
 	// Errors: BadRequest (bad selector, negative limit), Gone (an expired
 	// continue token: list again from the start).
 	List(ctx context.Context, kind, ns string, opts api.ListOptions) (*api.List, error)

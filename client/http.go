@@ -229,13 +229,51 @@ func listQuery(opts api.ListOptions) url.Values {
 	return q
 }
 
+// ListChunkSize is the page size in which the HTTP client reads a list
+// asked for without a limit: no single response holds more objects.
+const ListChunkSize = 500
+
+// List reads a limited list (or one continued from a token) in one
+// request. A list without a limit is read in pages of ListChunkSize
+// (limit + continue, every page at the first page's resourceVersion) and
+// returned whole; should the continue token expire between pages (Gone),
+// the list is read again in one request.
 func (c *httpClient) List(ctx context.Context, kind, ns string, opts api.ListOptions) (*api.List, error) {
 	p, err := c.path(ctx, kind, ns, "")
 	if err != nil {
 		return nil, err
 	}
+	if opts.Limit > 0 || opts.Continue != "" {
+		return c.listPage(ctx, p, opts)
+	}
+	page := opts
+	page.Limit = ListChunkSize
+	var out *api.List
+	for {
+		l, err := c.listPage(ctx, p, page)
+		if err != nil {
+			if out != nil && errors.Is(err, api.ErrGone) {
+				return c.listPage(ctx, p, opts)
+			}
+			return nil, err
+		}
+		if out == nil {
+			out = l
+		} else {
+			out.Items = append(out.Items, l.Items...)
+		}
+		if l.Continue == "" {
+			out.Continue = ""
+			return out, nil
+		}
+		page.Continue = l.Continue
+	}
+}
+
+// listPage reads one response of a list.
+func (c *httpClient) listPage(ctx context.Context, path string, opts api.ListOptions) (*api.List, error) {
 	out := &api.List{}
-	if _, err := c.call(ctx, http.MethodGet, p, listQuery(opts), nil, "", out); err != nil {
+	if _, err := c.call(ctx, http.MethodGet, path, listQuery(opts), nil, "", out); err != nil {
 		return nil, err
 	}
 	return out, nil

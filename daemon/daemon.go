@@ -115,6 +115,13 @@ type Options struct {
 	// SpaceCheckInterval is how often the store's space is checked (and a
 	// full store recovered); default store.DefaultSpaceInterval.
 	SpaceCheckInterval time.Duration
+
+	// Memory per request, as in server.Options: the caps on requests in
+	// flight and on open watches (429 beyond), and the write timeout for
+	// clients that stop reading. 0: the server's defaults; negative: none.
+	MaxRequestsInflight int
+	MaxWatches          int
+	WriteTimeout        time.Duration
 }
 
 // Daemon is a running server process.
@@ -221,7 +228,8 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 	}
 	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log,
-		Traces: traceSource{d}, BodyReadTimeout: opts.BodyReadTimeout})
+		Traces: traceSource{d}, BodyReadTimeout: opts.BodyReadTimeout,
+		MaxRequestsInflight: opts.MaxRequestsInflight, MaxWatches: opts.MaxWatches, WriteTimeout: opts.WriteTimeout})
 	if err != nil {
 		return d, err
 	}

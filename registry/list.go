@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"io"
 	"strings"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -13,9 +16,21 @@ import (
 	"cairn.dev/cairn/store"
 )
 
-// listChunk is how many keys a List reads from the store at a time when a
-// label selector may discard some of them.
-const listChunk = 500
+// How a list reads the store: page by page, each page bounded by count and
+// (approximately) by bytes, so that a list's memory does not grow with the
+// collection.
+const (
+	// listChunk is the most keys one store read returns.
+	listChunk = 500
+	// listFirstChunk is how many keys the first store read of a list asks
+	// for when no list of the kind has been read yet.
+	listFirstChunk = 4
+	// listPageBytes is about how many bytes of stored values one store read
+	// returns: each read asks for as many keys as fit (at least one), at
+	// the size of the largest value of the previous read, or, for a list's
+	// first read, of the last read of any list of the kind.
+	listPageBytes = 512 << 10
+)
 
 // continueToken is the opaque position of the next page.
 type continueToken struct {
@@ -36,25 +51,41 @@ func parseSelector(s string) (labels.Selector, error) {
 // opts.Limit and opts.Continue. Every page of one list is read at the same
 // store revision, given as the list's resourceVersion.
 //
-// It blocks on one store read per page (per 500 objects with a selector).
+// It returns the whole list (or page, with a limit) at once, for
+// in-process callers; callers that pass the objects on one at a time (the
+// HTTP server) use OpenList, whose reader List drains. It blocks on the
+// store reads of OpenList and ListReader.Next.
 //
 // Errors: Unauthorized, Forbidden, BadRequest (negative limit, bad
 // selector or continue token), Gone (the continue token's revision has
 // been compacted: list again), ServiceUnavailable, Timeout.
 func (r *Registry) List(ctx context.Context, kind, ns string, opts api.ListOptions) (*api.List, error) {
+	lr, err := r.OpenList(ctx, kind, ns, opts)
+	if err != nil {
+		return nil, err
+	}
+	return lr.collect(ctx)
+}
+
+// OpenList starts reading the list that List returns, for a caller that
+// takes its objects one at a time (ListReader.Next), so that the list's
+// memory stays bounded by a page of the store however large the
+// collection. It authorizes the caller and reads the first page of the
+// store (which fixes the list's resourceVersion) before it returns, so
+// every error of a list that does not come from a later store read comes
+// from OpenList. It blocks on that read.
+//
+// Errors: as List.
+func (r *Registry) OpenList(ctx context.Context, kind, ns string, opts api.ListOptions) (*ListReader, error) {
 	k, _, err := r.admit(ctx, kind, authz.Attributes{Verb: authz.VerbList, Namespace: ns})
 	if err != nil {
 		return nil, err
 	}
-	l, err := r.list(ctx, k, ns, opts)
-	if err != nil {
-		return nil, apiError(err, k.Kind, "")
-	}
-	return l, nil
+	return r.openList(ctx, k, ns, opts)
 }
 
-// list is List without authorization.
-func (r *Registry) list(ctx context.Context, k *Kind, ns string, opts api.ListOptions) (*api.List, error) {
+// openList is OpenList without authorization.
+func (r *Registry) openList(ctx context.Context, k *Kind, ns string, opts api.ListOptions) (*ListReader, error) {
 	if opts.Limit < 0 {
 		return nil, api.NewBadRequest("limit must not be negative, got %d", opts.Limit)
 	}
@@ -69,36 +100,150 @@ func (r *Registry) list(ctx context.Context, k *Kind, ns string, opts api.ListOp
 			return nil, err
 		}
 	}
-	list := &api.List{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.ListKind(k.Kind)}, Items: []*api.Object{}}
+	hint, _ := r.listHints.LoadOrStore(k.Kind, new(atomic.Int64))
+	lr := &ListReader{r: r, k: k, sel: sel, prefix: prefix, limit: opts.Limit, pos: pos, more: true,
+		hint: hint.(*atomic.Int64)}
+	lr.largest = lr.hint.Load()
+	if err := lr.fetch(ctx); err != nil {
+		return nil, err
+	}
+	return lr, nil
+}
+
+// list is List without authorization.
+func (r *Registry) list(ctx context.Context, k *Kind, ns string, opts api.ListOptions) (*api.List, error) {
+	lr, err := r.openList(ctx, k, ns, opts)
+	if err != nil {
+		return nil, err
+	}
+	return lr.collect(ctx)
+}
+
+// ListReader reads one list (see OpenList) page by page. It holds at most
+// one page of the store, about 512 KiB of stored values (one object when
+// objects are larger), sized from the largest value of the page before;
+// a page of objects much larger than those before it can hold more. It is
+// not safe for concurrent use.
+type ListReader struct {
+	r      *Registry
+	k      *Kind
+	sel    labels.Selector
+	prefix string
+	limit  int64
+	pos    continueToken // the revision of every page; From: the next key to read
+	page   []*store.KV   // the unread rest of the page last read
+	more   bool          // the store holds keys after the page last read
+	// largest is the size of the largest value of the page last read,
+	// which sizes the next; hint is the kind's, shared with every list.
+	largest int64
+	hint    *atomic.Int64
+	count   int64  // objects returned
+	cont    string // the continue token, once the limit is reached
+	done    bool
+	err     error // the error that ended the reader
+}
+
+// Kind is the list's kind: the kind's name + "List" ("SecretList").
+func (l *ListReader) Kind() string { return api.ListKind(l.k.Kind) }
+
+// ResourceVersion is the list's resourceVersion: the store revision every
+// page is read at. It is known once OpenList has returned.
+func (l *ListReader) ResourceVersion() string { return formatRV(l.pos.Rev) }
+
+// Continue is the token of the next page when the list was limited and
+// more objects may follow; "" otherwise. It is known once Next has
+// returned io.EOF.
+func (l *ListReader) Continue() string { return l.cont }
+
+// Next returns the list's next object, in name order, or io.EOF after the
+// last one. The object is the caller's. It blocks on a store read when the
+// page it holds is used up. A failure ends the reader: Next returns the
+// same error from then on.
+//
+// Errors: Gone (the list's revision has been compacted since the first
+// page: list again), ServiceUnavailable, Timeout, InternalError (a stored
+// object does not decode).
+func (l *ListReader) Next(ctx context.Context) (*api.Object, error) {
 	for {
-		chunk := int64(listChunk)
-		if opts.Limit > 0 && sel.Empty() {
-			chunk = opts.Limit - int64(len(list.Items)) + 1 // one more tells whether a next page exists
+		switch {
+		case l.err != nil:
+			return nil, l.err
+		case l.done:
+			return nil, io.EOF
+		case len(l.page) == 0:
+			if !l.more {
+				l.done = true
+				continue
+			}
+			if err := l.fetch(ctx); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		page, err := r.store.List(ctx, prefix, store.ListOptions{Revision: pos.Rev, From: pos.From, Limit: chunk})
+		kv := l.page[0]
+		l.page[0] = nil // let the value go as soon as its object has
+		l.page = l.page[1:]
+		if l.limit > 0 && l.count == l.limit {
+			l.cont = encodeContinue(continueToken{Rev: l.pos.Rev, From: kv.Key})
+			l.done, l.page = true, nil
+			continue
+		}
+		obj, err := l.r.decode(l.k, kv)
+		if err != nil {
+			l.err = apiError(err, l.k.Kind, "")
+			return nil, l.err
+		}
+		l.pos.From = kv.Key + "\x00"
+		if l.sel.Empty() || l.sel.Matches(labels.Set(obj.Labels)) {
+			l.count++
+			return obj, nil
+		}
+	}
+}
+
+// fetch reads the next page of the store, as many keys as fit in
+// listPageBytes at the size of the previous page's largest value (at most
+// listChunk; listFirstChunk when nothing is known); without a selector,
+// no more than the limit needs plus one, which tells whether a next page
+// exists.
+func (l *ListReader) fetch(ctx context.Context) error {
+	chunk := int64(listFirstChunk)
+	if l.largest > 0 {
+		chunk = min(max(listPageBytes/l.largest, 1), listChunk)
+	}
+	if l.limit > 0 && l.sel.Empty() {
+		chunk = min(chunk, l.limit-l.count+1)
+	}
+	page, err := l.r.store.List(ctx, l.prefix, store.ListOptions{Revision: l.pos.Rev, From: l.pos.From, Limit: chunk})
+	if err != nil {
+		l.err = apiError(err, l.k.Kind, "")
+		return l.err
+	}
+	l.pos.Rev = page.Revision
+	l.page, l.more, l.largest = page.KVs, page.More, 0
+	for _, kv := range page.KVs {
+		l.largest = max(l.largest, int64(len(kv.Value)))
+	}
+	if l.largest > 0 {
+		l.hint.Store(l.largest)
+	}
+	return nil
+}
+
+// collect reads the rest of the list into an api.List.
+func (l *ListReader) collect(ctx context.Context) (*api.List, error) {
+	list := &api.List{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: l.Kind()},
+		ListMeta: api.ListMeta{ResourceVersion: l.ResourceVersion()}, Items: []*api.Object{}}
+	for {
+		obj, err := l.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			list.Continue = l.Continue()
+			return list, nil
+		}
 		if err != nil {
 			return nil, err
 		}
-		pos.Rev = page.Revision
-		for _, kv := range page.KVs {
-			if opts.Limit > 0 && int64(len(list.Items)) == opts.Limit {
-				list.Continue = encodeContinue(continueToken{Rev: pos.Rev, From: kv.Key})
-				list.ResourceVersion = formatRV(pos.Rev)
-				return list, nil
-			}
-			obj, err := r.decode(k, kv)
-			if err != nil {
-				return nil, err
-			}
-			if sel.Matches(labels.Set(obj.Labels)) {
-				list.Items = append(list.Items, obj)
-			}
-			pos.From = kv.Key + "\x00"
-		}
-		if !page.More {
-			list.ResourceVersion = formatRV(pos.Rev)
-			return list, nil
-		}
+		list.Items = append(list.Items, obj)
 	}
 }
 

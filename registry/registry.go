@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"cairn.dev/cairn/api"
@@ -75,6 +76,14 @@ type Options struct {
 	// a create or update beyond it is refused with RequestEntityTooLarge;
 	// default DefaultMaxObjectBytes. Keep it well under store.MaxTxnBytes.
 	MaxObjectBytes int64
+
+	// WatchBacklog and WatchBacklogBytes bound how far one watcher may
+	// fall behind: how many changes, and how many bytes of them, may wait
+	// for its consumer before the watch is ended with TooManyRequests (the
+	// client watches again from its last resourceVersion). Defaults 5000
+	// changes and 16 MiB; they never exceed the watch cache's own bounds.
+	WatchBacklog      int
+	WatchBacklogBytes int64
 }
 
 // Registry serves the API semantics. It is safe for concurrent use.
@@ -88,6 +97,9 @@ type Registry struct {
 	watch    *watchcache.Caches // shared watch caches per kind (watch.go)
 	usage    *usage.Tracker     // per-namespace usage (limits.go)
 	locks    keyLocks           // unconditional writes per object (retry.go)
+	// listHints sizes the first store read of a list (list.go): kind name
+	// → *atomic.Int64, the largest value of the kind's last page read.
+	listHints sync.Map
 }
 
 // New builds a registry over s.

@@ -29,9 +29,11 @@ import (
 // list again and watch from the list's version), Timeout (N is newer than
 // the store), ServiceUnavailable (after Close). A watch that fails later
 // ends its stream; Err then tells why: Gone after a compaction,
-// TooManyRequests when the watcher fell too far behind the changes (watch
-// again from the last resourceVersion received), ServiceUnavailable when
-// the registry closes.
+// TooManyRequests when the watcher fell too far behind the changes (more
+// than Options.WatchBacklog changes or Options.WatchBacklogBytes bytes
+// waiting for its consumer, or a whole watch cache: watch again from the
+// last resourceVersion received), ServiceUnavailable when the registry
+// closes.
 func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOptions) (api.Watcher, error) {
 	k, _, err := r.admit(ctx, kind, authz.Attributes{Verb: authz.VerbWatch, Namespace: ns})
 	if err != nil {
@@ -60,16 +62,16 @@ func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOpti
 	if err != nil {
 		return nil, apiError(err, k.Kind, "")
 	}
-	var initial []*api.Object
+	var initial watchcache.Initial
 	if rv == 0 {
 		// The watch was authorized above; its first list needs no list
-		// permission of its own.
-		list, err := r.list(ctx, k, ns, api.ListOptions{LabelSelector: opts.LabelSelector})
+		// permission of its own. The list is read page by page as the
+		// watcher sends it, never whole.
+		lr, err := r.openList(ctx, k, ns, api.ListOptions{LabelSelector: opts.LabelSelector})
 		if err != nil {
 			return nil, apiError(err, k.Kind, "")
 		}
-		initial = list.Items
-		rv, _ = parseRV(list.ResourceVersion)
+		initial, rv = lr, lr.pos.Rev
 	}
 	return c.Watch(ctx, ns, sel, rv, initial), nil
 }
@@ -90,6 +92,7 @@ func (r *Registry) Close() {
 // watchOptions configures the registry's watch caches.
 func (r *Registry) watchOptions() watchcache.Options {
 	return watchcache.Options{BookmarkInterval: r.opts.BookmarkInterval, Logger: r.opts.Logger,
+		WatcherBacklog: r.opts.WatchBacklog, WatcherBacklogBytes: r.opts.WatchBacklogBytes,
 		MapError: func(err error) error { return apiError(err, "", "") }}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"cairn.dev/cairn/api"
 )
@@ -49,11 +50,15 @@ func writeText(w http.ResponseWriter, code int, text string) {
 }
 
 // statusWriter records the response code for metrics and whether the
-// header was written.
+// header was written, and bounds each write with the write timeout
+// (armDeadline).
 type statusWriter struct {
 	http.ResponseWriter
 	code        int
 	wroteHeader bool
+
+	writeTimeout time.Duration // <= 0: none
+	renewAt      time.Time     // when the write deadline is next renewed
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -67,11 +72,13 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
+	w.armDeadline()
 	return w.ResponseWriter.Write(b)
 }
 
 // Flush sends buffered data to the client.
 func (w *statusWriter) Flush() {
+	w.armDeadline()
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

@@ -26,7 +26,12 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request) {
 	}
 	defer func() { s.metrics.observe(verb, resource, w.status(), start) }()
 
-	r, ok := s.authenticate(w, r)
+	r, release, ok := s.admit(w, r, watch)
+	if !ok {
+		return
+	}
+	defer release()
+	r, ok = s.authenticate(w, r)
 	if !ok {
 		return
 	}
@@ -73,12 +78,7 @@ func (s *Server) serveCollection(w *statusWriter, r *http.Request, rt *route) {
 			s.serveWatch(w, r, rt, opts)
 			return
 		}
-		list, err := s.reg.List(ctx, rt.kind.Kind, rt.ns, opts)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		s.writeJSON(w, r, http.StatusOK, list)
+		s.serveList(w, r, rt, opts)
 	case http.MethodPost:
 		obj, err := s.readObject(w, r, rt)
 		if err != nil {
@@ -279,9 +279,9 @@ func (s *Server) serveAction(w *statusWriter, r *http.Request, rt *route) {
 }
 
 func (s *Server) serveStream(w *statusWriter, r *http.Request, res registry.ActionResult) {
-	e, ok := s.openStream(r)
-	if !ok {
-		s.writeError(w, r, api.NewStatus(api.ReasonUnavailable, "the server is shutting down"))
+	e, err := s.openStream(r)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	defer s.closeStream(e)
@@ -289,7 +289,7 @@ func (s *Server) serveStream(w *statusWriter, r *http.Request, res registry.Acti
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(orDefault(res.Code, http.StatusOK))
 	w.Flush()
-	err := res.Stream(e.ctx, w, w.Flush)
+	err = res.Stream(e.ctx, w, w.Flush)
 	finishStream(e)
 	if err != nil && e.ctx.Err() == nil && api.AsStatus(err).Code >= 500 {
 		s.log.Error("stream failed", "path", r.URL.Path, "err", api.LogValue(err))

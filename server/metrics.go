@@ -15,7 +15,11 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	watches  *prometheus.GaugeVec
-	handler  http.Handler
+	// watchDrops counts the watches the server ended for their client:
+	// reason "behind" (too far behind the changes) or "write-timeout" (it
+	// took nothing for the write timeout).
+	watchDrops *prometheus.CounterVec
+	handler    http.Handler
 }
 
 func newMetrics(reg *prometheus.Registry) (*metrics, error) {
@@ -35,7 +39,14 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Help: "Open watch streams by resource.",
 		}, []string{"resource"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.watches} {
+	m.watchDrops = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cairn_watch_drops_total",
+		Help: "Watches ended because their client fell too far behind the changes (reason=behind: it resumes from its last resourceVersion) or took nothing for the write timeout (reason=write-timeout).",
+	}, []string{"reason"})
+	for _, reason := range []string{"behind", "write-timeout"} {
+		m.watchDrops.WithLabelValues(reason)
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.watches, m.watchDrops} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("server: register metrics: %w", err)
 		}

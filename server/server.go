@@ -65,6 +65,20 @@ type Options struct {
 	// kept by this process, or the address of the process that keeps them.
 	// Nil answers 503.
 	Traces TraceSource
+
+	// Memory per request (limits.go). MaxRequestsInflight caps the API
+	// requests served at once, watches and other long-running responses
+	// apart; MaxWatches caps those. Beyond either cap a request is refused
+	// with 429 TooManyRequests and Retry-After; /healthz, /readyz and
+	// /metrics are never refused. Defaults DefaultMaxRequestsInflight and
+	// DefaultMaxWatches; negative: no cap.
+	MaxRequestsInflight int
+	MaxWatches          int
+	// WriteTimeout bounds how long one write of a response may wait for a
+	// client that does not read (a watch's or a list's): past it the
+	// connection is closed and the request ends. Default
+	// DefaultWriteTimeout; negative: no bound.
+	WriteTimeout time.Duration
 }
 
 // Server is the HTTP API. It is an http.Handler (usable with any listener
@@ -76,6 +90,8 @@ type Server struct {
 	auth    *auth.Authenticator
 	log     *slog.Logger
 	metrics *metrics
+	// inflight caps the requests in flight (limits.go).
+	inflight *inflight
 
 	mu      sync.Mutex
 	streams map[*stream]struct{}
@@ -112,15 +128,20 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts = limitDefaults(opts)
+	lim, err := newInflight(opts, opts.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("server: register metrics: %w", err)
+	}
 	return &Server{opts: opts, reg: opts.Registry, auth: opts.Auth, log: opts.Logger,
-		metrics: m, streams: map[*stream]struct{}{}, forwarder: &http.Client{Timeout: 10 * time.Second}}, nil
+		metrics: m, inflight: lim, streams: map[*stream]struct{}{}, forwarder: &http.Client{Timeout: 10 * time.Second}}, nil
 }
 
 // ServeHTTP serves one request. It blocks until the response is complete:
 // for a watch or a streaming action, until the client leaves, the stream
 // ends, or the server ends or cuts it. Failures are written as api.Status.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &statusWriter{ResponseWriter: w, writeTimeout: s.opts.WriteTimeout}
 	s.limitBodyRead(sw, r)
 	defer func() {
 		if v := recover(); v != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
 
 	"cairn.dev/cairn/api"
 )
@@ -30,9 +31,14 @@ type stream struct {
 	state  *serveState // nil when not served through Serve
 }
 
-// openStream registers a long-running response. It returns false when the
-// Serve that received the request is shutting down.
-func (s *Server) openStream(r *http.Request) (*stream, bool) {
+// openStream registers a long-running response, which then counts against
+// the cap on long-running requests. Errors: ServiceUnavailable when the
+// Serve that received the request is shutting down, TooManyRequests at
+// the cap.
+func (s *Server) openStream(r *http.Request) (*stream, error) {
+	if err := s.longRunning(r); err != nil {
+		return nil, err
+	}
 	st, _ := r.Context().Value(serveKey{}).(*serveState)
 	ctx, cancel := context.WithCancelCause(r.Context())
 	e := &stream{ctx: ctx, cancel: cancel, state: st}
@@ -40,10 +46,10 @@ func (s *Server) openStream(r *http.Request) (*stream, bool) {
 	defer s.mu.Unlock()
 	if st != nil && st.closing {
 		cancel(errShutdown)
-		return nil, false
+		return nil, api.NewStatus(api.ReasonUnavailable, "the server is shutting down")
 	}
 	s.streams[e] = struct{}{}
-	return e, true
+	return e, nil
 }
 
 func (s *Server) closeStream(e *stream) {
@@ -81,9 +87,9 @@ func finishStream(e *stream) {
 // resourceVersion before the stream starts (410); a compaction that
 // overtakes the stream later ends it with an ERROR event carrying the Status.
 func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts api.ListOptions) {
-	e, ok := s.openStream(r)
-	if !ok {
-		s.writeError(w, r, api.NewStatus(api.ReasonUnavailable, "the server is shutting down"))
+	e, err := s.openStream(r)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	defer s.closeStream(e)
@@ -130,7 +136,12 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 				break
 			}
 			if _, err := w.Write(line); err != nil {
-				break // the client is gone; its context ends the stream
+				// The client is gone, or took nothing for the write
+				// timeout: the connection is closed when the request ends.
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					s.metrics.watchDrops.WithLabelValues("write-timeout").Inc()
+				}
+				return
 			}
 			if len(events) == 0 {
 				w.Flush()
@@ -149,6 +160,9 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 	}
 	if err := wt.Err(); err != nil {
 		st := api.AsStatus(err)
+		if st.Reason == api.ReasonTooManyRequests {
+			s.metrics.watchDrops.WithLabelValues("behind").Inc()
+		}
 		if st.Code >= 500 {
 			s.log.Error("watch failed", "path", r.URL.Path, "err", api.LogValue(err))
 		}

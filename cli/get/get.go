@@ -25,6 +25,7 @@ type flagpole struct {
 	Watch         bool
 	ShowLabels    bool
 	NoHeaders     bool
+	ChunkSize     int64
 }
 
 // New returns the `get` command.
@@ -49,6 +50,7 @@ func New(s *session.Session) *cobra.Command {
 	f.BoolVarP(&flags.Watch, "watch", "w", false, "after printing, watch for changes and print each")
 	f.BoolVar(&flags.ShowLabels, "show-labels", false, "add a LABELS column")
 	f.BoolVar(&flags.NoHeaders, "no-headers", false, "leave out the table header")
+	f.Int64Var(&flags.ChunkSize, "chunk-size", 500, "read lists in pages of this many objects (limit and continue), so that no response is huge (0: pages of 500, the client's default)")
 	return cmd
 }
 
@@ -59,6 +61,9 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, kindName stri
 	}
 	if len(names) > 0 && (flags.AllNamespaces || flags.Selector != "") {
 		return fmt.Errorf("names cannot be combined with -A or -l")
+	}
+	if flags.ChunkSize < 0 {
+		return fmt.Errorf("--chunk-size must not be negative, got %d", flags.ChunkSize)
 	}
 	kind, c, err := s.KindClient(ctx, kindName)
 	if err != nil {
@@ -118,10 +123,11 @@ func byName(ctx context.Context, c client.Interface, p *printer.Printer, kind ap
 	return rv, errors.Join(errs...)
 }
 
-// list prints every object of the kind in ns, page by page read in full
-// first so the table lines up, and returns the list's resource version.
+// list prints every object of the kind in ns, read in pages of
+// --chunk-size (all read first, so the table lines up), and returns the
+// list's resource version.
 func list(ctx context.Context, s *session.Session, c client.Interface, p *printer.Printer, kind api.KindInfo, ns string, flags *flagpole) (string, error) {
-	opts := api.ListOptions{LabelSelector: flags.Selector, Limit: 500}
+	opts := api.ListOptions{LabelSelector: flags.Selector, Limit: flags.ChunkSize}
 	var (
 		items []*api.Object
 		rv    string

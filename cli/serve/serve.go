@@ -20,6 +20,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
+	"cairn.dev/cairn/server"
 )
 
 type flags struct {
@@ -44,6 +45,44 @@ type flags struct {
 	// linear: the store's transaction limit.
 	etcdMaxTxnOps int
 	storeQuota    string
+	memory        memoryFlags
+}
+
+// memoryFlags bound the memory of requests (see limits in package server).
+type memoryFlags struct {
+	maxRequestsInflight int
+	maxWatches          int
+	writeTimeout        time.Duration
+}
+
+func (m *memoryFlags) add(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.IntVar(&m.maxRequestsInflight, "max-requests-inflight", server.DefaultMaxRequestsInflight,
+		"API requests served at once, watches apart; more are refused with 429 TooManyRequests (0: no limit)")
+	fs.IntVar(&m.maxWatches, "max-watches", server.DefaultMaxWatches,
+		"watches (and other long-running requests, such as followed logs) open at once; more are refused with 429 (0: no limit)")
+	fs.DurationVar(&m.writeTimeout, "write-timeout", server.DefaultWriteTimeout,
+		"how long one write of a response may wait for a client that does not read before its connection is closed (0: no limit)")
+}
+
+// apply sets the limits in opts; a flag's 0 (no limit) is the daemon's
+// negative.
+func (m *memoryFlags) apply(opts *daemon.Options) error {
+	if m.maxRequestsInflight < 0 || m.maxWatches < 0 || m.writeTimeout < 0 {
+		return fmt.Errorf("--max-requests-inflight, --max-watches and --write-timeout must not be negative")
+	}
+	none := func(n int) int {
+		if n == 0 {
+			return -1
+		}
+		return n
+	}
+	opts.MaxRequestsInflight, opts.MaxWatches = none(m.maxRequestsInflight), none(m.maxWatches)
+	opts.WriteTimeout = m.writeTimeout
+	if m.writeTimeout == 0 {
+		opts.WriteTimeout = -1
+	}
+	return nil
 }
 
 // New returns the `cairn server` command.
@@ -92,6 +131,7 @@ cairn commands read.`,
 	fs.IntVar(&f.etcdMaxTxnOps, "etcd-max-txn-ops", daemon.DefaultMaxTxnOps,
 		fmt.Sprintf("most compares, and most writes, in one etcd transaction: the embedded etcd's --max-txn-ops; with --etcd-endpoints, the cluster's (at least %d)", daemon.MinTxnOps))
 	fs.StringVar(&f.storeQuota, "store-quota", "2Gi", "space quota of the embedded etcd (e.g. 512Mi, 8Gi); past it, writes that add data get 507 until space is freed. With --etcd-endpoints the cluster's own quota applies")
+	f.memory.add(cmd)
 	return cmd
 }
 
@@ -138,7 +178,7 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	if err != nil {
 		return err
 	}
-	d, err := daemon.Start(ctx, daemon.Options{
+	opts := daemon.Options{
 		Listen: f.listen, AdvertiseURL: f.advertiseURL, DataDir: f.dataDir, EtcdEndpoints: endpoints,
 		EncryptionKeyFile: f.encryptionKeyFile, ClientConfigPath: cfgPath,
 		Controllers: ctrls, CompactionInterval: f.compactionInterval,
@@ -146,7 +186,11 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 		BodyReadTimeout:     f.requestBodyTimeout,
 		NamespaceMaxObjects: nsObjects, NamespaceMaxBytes: nsBytes,
 		Logger: log, MaxTxnOps: f.etcdMaxTxnOps, StoreQuota: quota,
-	})
+	}
+	if err := f.memory.apply(&opts); err != nil {
+		return err
+	}
+	d, err := daemon.Start(ctx, opts)
 	if err != nil {
 		return err
 	}

@@ -62,6 +62,8 @@ type config struct {
 	logger           *slog.Logger
 	traces           server.TraceSource
 	authorize        []authz.Rule
+	serverOpts       []func(*server.Options)
+	registryOpts     []func(*registry.Options)
 }
 
 // Option changes how Start builds the server.
@@ -114,6 +116,18 @@ func WithBodyReadTimeout(d time.Duration) Option {
 	return func(c *config) { c.bodyReadTimeout = d }
 }
 
+// WithServerOptions lets f change the server's Options before it is built
+// (limits, timeouts); Registry, Auth and Metrics are set already.
+func WithServerOptions(f func(*server.Options)) Option {
+	return func(c *config) { c.serverOpts = append(c.serverOpts, f) }
+}
+
+// WithRegistryOptions lets f change the registry's Options before it is
+// built (e.g. the watch backlog bounds).
+func WithRegistryOptions(f func(*registry.Options)) Option {
+	return func(c *config) { c.registryOpts = append(c.registryOpts, f) }
+}
+
 // WithLogger sets the server's logger (default: discard).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
@@ -144,8 +158,12 @@ func Start(t testing.TB, opts ...Option) *Server {
 	}
 	// As the daemon does, user tokens without a scope may do everything
 	// but force deletions; scoped tokens get what rules grant their scope.
-	reg, err := registry.New(c.store, registry.Options{Kinds: c.kinds, Encryption: enc,
-		BookmarkInterval: c.bookmarkInterval, Authorize: append([]authz.Rule{authz.AllowUnscoped}, c.authorize...)})
+	ropts := registry.Options{Kinds: c.kinds, Encryption: enc,
+		BookmarkInterval: c.bookmarkInterval, Authorize: append([]authz.Rule{authz.AllowUnscoped}, c.authorize...)}
+	for _, f := range c.registryOpts {
+		f(&ropts)
+	}
+	reg, err := registry.New(c.store, ropts)
 	if err != nil {
 		t.Fatalf("servertest: registry: %v", err)
 	}
@@ -159,8 +177,12 @@ func Start(t testing.TB, opts ...Option) *Server {
 		t.Fatalf("servertest: admin token: %v", err)
 	}
 	metrics := prometheus.NewRegistry()
-	api, err := server.New(server.Options{Registry: reg, Auth: a, Metrics: metrics,
-		MaxBodyBytes: c.maxBodyBytes, BodyReadTimeout: c.bodyReadTimeout, Logger: c.logger, ShutdownTimeout: 10 * time.Second, Traces: c.traces})
+	sopts := server.Options{Registry: reg, Auth: a, Metrics: metrics,
+		MaxBodyBytes: c.maxBodyBytes, BodyReadTimeout: c.bodyReadTimeout, Logger: c.logger, ShutdownTimeout: 10 * time.Second, Traces: c.traces}
+	for _, f := range c.serverOpts {
+		f(&sopts)
+	}
+	api, err := server.New(sopts)
 	if err != nil {
 		t.Fatalf("servertest: server: %v", err)
 	}

@@ -23,10 +23,17 @@
 //     resourceVersion N >= since is served from the ring, then live. A watch
 //     from an older N is served by its own etcd watch: correct, only
 //     costlier. The caller refuses a compacted N before it asks.
-//   - A watcher that falls a whole ring behind (its next entry was
-//     dropped, by either bound) is ended with TooManyRequests: the client
-//     watches again from the last resourceVersion it received, and loses
-//     nothing.
+//   - A watcher that falls too far behind is ended with TooManyRequests:
+//     the client watches again from the last resourceVersion it received,
+//     and loses nothing. Too far is a whole ring (its next entry was
+//     dropped, by either bound), or, whether or not the ring is full, a
+//     client that took none of the events waiting in the watcher's channel
+//     while more than Options.WatcherBacklog changes or
+//     Options.WatcherBacklogBytes bytes arrived. A client that stops
+//     reading is thus ended after a bounded number of changes, and, with
+//     those bounds below the ring's (as the defaults are), before any event
+//     it holds leaves the ring; a watcher replaying the ring for a client
+//     that reads is never ended for the distance it has to go.
 //   - Every Options.BookmarkInterval the cache asks etcd for a progress
 //     notification; each one becomes a bookmark entry in the ring, which
 //     every watcher passes on as a BOOKMARK when it reaches it.
@@ -62,6 +69,12 @@ const (
 	// DefaultMaxBytes bounds the memory a kind's ring holds: its entries'
 	// decoded objects and their cached encodings, approximately.
 	DefaultMaxBytes = 64 << 20
+	// DefaultWatcherBacklog is how many changes may wait for one watcher
+	// before it is ended.
+	DefaultWatcherBacklog = 5000
+	// DefaultWatcherBacklogBytes bounds the bytes of the changes that may
+	// wait for one watcher (their stored size) before it is ended.
+	DefaultWatcherBacklogBytes = 16 << 20
 )
 
 // Source is what a cache needs to know of the kind it follows.
@@ -93,6 +106,14 @@ type Options struct {
 	// MaxBytes bounds the memory of each kind's ring, approximately;
 	// default DefaultMaxBytes.
 	MaxBytes int64
+	// WatcherBacklog bounds how many changes may wait for one watcher
+	// (see the package doc); default DefaultWatcherBacklog.
+	// WatcherBacklogBytes bounds their stored bytes; default
+	// DefaultWatcherBacklogBytes. Below Capacity and a quarter of MaxBytes
+	// (the ring also holds the encodings), as the defaults are, they keep
+	// every event a watcher holds inside the ring.
+	WatcherBacklog      int
+	WatcherBacklogBytes int64
 	// Logger receives the caches' warnings (an etcd watch that ended and is
 	// restarted); default: discard them.
 	Logger *slog.Logger
@@ -123,6 +144,12 @@ func New(s *store.Store, opts Options) *Caches {
 	}
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.WatcherBacklog <= 0 {
+		opts.WatcherBacklog = DefaultWatcherBacklog
+	}
+	if opts.WatcherBacklogBytes <= 0 {
+		opts.WatcherBacklogBytes = DefaultWatcherBacklogBytes
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -221,6 +248,10 @@ type Cache struct {
 	// (changed under mu) plus the encodings made of them (added by
 	// watchers as they make them).
 	bytes atomic.Int64
+	// appended is the sum of the sizes of every entry appended so far;
+	// entry.before is its value before each entry, so that the bytes
+	// between two entries are a difference.
+	appended int64
 }
 
 // maxBatch bounds how many store events the cache appends under one lock,
@@ -306,6 +337,8 @@ func (c *Cache) append(batch []*entry) {
 			c.drop()
 		}
 		e.cache(&c.bytes)
+		e.before = c.appended
+		c.appended += e.size
 		c.ring[c.head%n] = e
 		c.head++
 		c.rev = max(c.rev, e.rev)
@@ -354,21 +387,44 @@ func (c *Cache) subscribe(n int64) (uint64, bool) {
 	return first + uint64(i), true
 }
 
+// mark is a position in the ring: an entry's seq and the bytes appended
+// to the ring before it.
+type mark struct {
+	seq    uint64
+	before int64
+}
+
 func (c *Cache) at(seq uint64) *entry { return c.ring[seq%uint64(len(c.ring))] }
 
-// read copies the entries from seq next on (at most maxBatch) into buf. It
-// returns the channel that is closed when more arrive, the cache's error
-// once it has stopped, and evicted when entry next has been dropped.
-func (c *Cache) read(next uint64, buf []*entry) (_ []*entry, notify <-chan struct{}, err error, evicted bool) {
+// view is what a watcher learns of the ring when it reads it.
+type view struct {
+	notify  <-chan struct{} // closed when more entries arrive or the cache stops
+	err     error           // the cache's error once it has stopped
+	evicted bool            // the entry asked for has been dropped
+	head    mark            // the position after the newest entry
+}
+
+// read copies the entries from seq next on (at most maxBatch) into buf,
+// and tells where the ring stands.
+func (c *Cache) read(next uint64, buf []*entry) ([]*entry, view) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	v := view{notify: c.notify, err: c.err, head: mark{seq: c.head, before: c.appended}}
 	if next < c.first {
-		return buf, nil, nil, true
+		v.evicted = true
+		return buf, v
 	}
 	for s := next; s < c.head && len(buf) < maxBatch; s++ {
 		buf = append(buf, c.at(s))
 	}
-	return buf, c.notify, c.err, false
+	return buf, v
+}
+
+// progress tells where the ring stands, for a watcher that waits.
+func (c *Cache) progress() view {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return view{notify: c.notify, err: c.err, head: mark{seq: c.head, before: c.appended}}
 }
 
 func formatRV(rev int64) string { return strconv.FormatInt(rev, 10) }

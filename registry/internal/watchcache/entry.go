@@ -30,6 +30,9 @@ type entry struct {
 	// size approximates the bytes the entry holds (its objects, not their
 	// encodings, which the cache counts when they are made).
 	size int64
+	// before is the sum of the sizes of the entries the ring received
+	// before this one (set as it enters the ring).
+	before int64
 	// bookmark is set for a progress notification: every change up to rev
 	// has been seen. The other fields are then unset.
 	bookmark *api.Object

@@ -2,6 +2,8 @@ package watchcache
 
 import (
 	"context"
+	"errors"
+	"io"
 	"sync"
 	"time"
 
@@ -11,12 +13,22 @@ import (
 	"cairn.dev/cairn/store"
 )
 
+// Initial is the list a watch from no version sends first, as ADDED
+// events. It is read as it is sent, so that it is never held whole.
+type Initial interface {
+	// Next returns the next object, or io.EOF after the last. It may block
+	// on a store read, bounded by ctx. Any other error ends the watch with
+	// it, as it is (an *api.Status, preferably).
+	Next(ctx context.Context) (*api.Object, error)
+}
+
 // Watch starts a watch of the cache's kind in namespace ns (every
 // namespace when ns is "", and always for a cluster-scoped kind) that first
-// sends initial as ADDED, then every change after revision rv visible
-// through sel, in revision order, each once, with a BOOKMARK whenever the
-// store reports progress. A change whose object stops matching sel is sent
-// as DELETED with its latest state; one that starts matching, as ADDED.
+// sends the objects of initial (when not nil) as ADDED, then every change
+// after revision rv visible through sel, in revision order, each once,
+// with a BOOKMARK whenever the store reports progress. A change whose
+// object stops matching sel is sent as DELETED with its latest state; one
+// that starts matching, as ADDED.
 //
 // It does not block. The watch is served from the ring when the ring holds
 // every change after rv, else by an etcd watch of its own from rv+1; rv
@@ -25,11 +37,12 @@ import (
 //
 // The stream ends when ctx is done or on Stop (Err is then nil), or on a
 // failure, which Err tells: Gone after a compaction, TooManyRequests when
-// the watcher fell a whole ring behind (watch again from the last
-// resourceVersion received), ServiceUnavailable when the caches close or
-// the store's client does, InternalError when a stored object does not
-// decode.
-func (c *Cache) Watch(ctx context.Context, ns string, sel labels.Selector, rv int64, initial []*api.Object) api.Watcher {
+// the watcher fell too far behind (a whole ring, or more than
+// Options.WatcherBacklog changes or Options.WatcherBacklogBytes bytes
+// waiting for it: watch again from the last resourceVersion received),
+// ServiceUnavailable when the caches close or the store's client does,
+// InternalError when a stored object does not decode, or initial's error.
+func (c *Cache) Watch(ctx context.Context, ns string, sel labels.Selector, rv int64, initial Initial) api.Watcher {
 	if !c.src.Namespaced {
 		ns = ""
 	}
@@ -39,7 +52,8 @@ func (c *Cache) Watch(ctx context.Context, ns string, sel labels.Selector, rv in
 		go w.run(wctx, next, initial)
 		return w
 	}
-	w := &directWatcher{src: &c.src, sel: sel, interval: c.opts.BookmarkInterval, mapErr: c.opts.MapError, stream: newStream(cancel)}
+	w := &directWatcher{src: &c.src, sel: sel, interval: c.opts.BookmarkInterval, mapErr: c.opts.MapError,
+		opts: &c.opts, stream: newStream(cancel)}
 	sw := c.store.Watch(wctx, c.keyPrefix(ns), rv+1)
 	go w.run(wctx, initial, sw)
 	return w
@@ -60,6 +74,9 @@ func Shared(w api.Watcher) bool {
 	return ok
 }
 
+// chanCap is the capacity of a watcher's channel.
+const chanCap = 64
+
 // stream is the part of api.Watcher that both kinds of watcher share.
 type stream struct {
 	events chan api.Event
@@ -70,7 +87,7 @@ type stream struct {
 }
 
 func newStream(cancel context.CancelFunc) stream {
-	return stream{events: make(chan api.Event, 64), cancel: cancel, done: make(chan struct{})}
+	return stream{events: make(chan api.Event, chanCap), cancel: cancel, done: make(chan struct{})}
 }
 
 // Events implements api.Watcher.
@@ -88,63 +105,96 @@ func (s *stream) Stop() {
 	<-s.done
 }
 
-func (s *stream) send(ctx context.Context, ev api.Event) bool {
-	select {
-	case s.events <- ev:
-		return true
-	case <-ctx.Done():
-		return false
+// nextInitial reads the next object of initial: ok is false at its end
+// (or when initial is nil); a failure is set as the stream's error, unless
+// ctx ended.
+func (s *stream) nextInitial(ctx context.Context, initial Initial) (obj *api.Object, ok bool, err error) {
+	if initial == nil {
+		return nil, false, nil
 	}
+	obj, err = initial.Next(ctx)
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil, false, nil
+	case err != nil && ctx.Err() != nil:
+		return nil, false, ctx.Err()
+	case err != nil:
+		s.err = err
+		return nil, false, err
+	}
+	return obj, true, nil
 }
 
-// sendInitial sends the objects of the list that started the watch.
-func (s *stream) sendInitial(ctx context.Context, initial []*api.Object) bool {
-	for _, obj := range initial {
-		if !s.send(ctx, api.Event{Type: api.Added, Object: obj}) {
-			return false
-		}
-	}
-	return true
+// stalled is the error of a watcher ended because its consumer took
+// nothing while too many changes arrived.
+func stalled(events uint64, bytes int64, maxEvents int, maxBytes int64) error {
+	return api.NewStatus(api.ReasonTooManyRequests,
+		"the watch fell too far behind and was ended: its client took no event while %d changes (about %d bytes) arrived, more than the %d changes or %d bytes a watcher may fall behind; watch again from the last resourceVersion received",
+		events, bytes, maxEvents, maxBytes)
+}
+
+// ringBehind is the error of a watcher whose next change has left the
+// ring (or, for a watch of its own, whose queue outgrew the ring's bounds).
+func ringBehind(capacity int, maxBytes int64) error {
+	return api.NewStatus(api.ReasonTooManyRequests,
+		"the watch fell behind more changes than the watch cache keeps (at most %d changes, about %d bytes) and was ended: watch again from the last resourceVersion received",
+		capacity, maxBytes)
 }
 
 // cacheWatcher is a watch served from a kind's cache. Its goroutine reads
 // the ring from its own position, filters and sends; the objects it sends
 // are the cache's, shared with every other watcher.
+//
+// Its backlog is what arrived in the ring since it sent the oldest event
+// still in its channel: the client has taken nothing meanwhile. log keeps
+// the last chanCap sends, so the oldest one still in the channel is the
+// len(events)-th last.
 type cacheWatcher struct {
 	stream
 	c     *Cache
 	ns    string // "" for every namespace
 	sel   labels.Selector
 	start int64 // changes up to start are not sent (the watch's resourceVersion)
+
+	log   [chanCap]mark // the ring's head at each of the last sends, by send count modulo chanCap
+	nsent uint64
 }
 
-func (w *cacheWatcher) run(ctx context.Context, next uint64, initial []*api.Object) {
+func (w *cacheWatcher) run(ctx context.Context, next uint64, initial Initial) {
 	defer close(w.done)
 	defer close(w.events)
 	defer w.cancel()
-	if !w.sendInitial(ctx, initial) {
-		return
+	v := w.c.progress()
+	for {
+		obj, ok, err := w.nextInitial(ctx, initial)
+		if err != nil {
+			return
+		}
+		if !ok {
+			break
+		}
+		if v, ok = w.deliver(ctx, api.Event{Type: api.Added, Object: obj}, v); !ok {
+			return
+		}
 	}
 	last := w.start // the version of the last change or bookmark sent
 	buf := make([]*entry, 0, maxBatch)
 	for {
-		var notify <-chan struct{}
-		var err error
-		var evicted bool
-		buf, notify, err, evicted = w.c.read(next, buf[:0])
-		if evicted {
-			w.err = api.NewStatus(api.ReasonTooManyRequests,
-				"the watch fell behind more changes than the watch cache keeps (at most %d changes, about %d bytes) and was ended: watch again from the last resourceVersion received",
-				w.c.opts.Capacity, w.c.opts.MaxBytes)
+		buf, v = w.c.read(next, buf[:0])
+		if v.evicted {
+			w.err = ringBehind(w.c.opts.Capacity, w.c.opts.MaxBytes)
+			return
+		}
+		if w.behind(v) {
 			return
 		}
 		if len(buf) == 0 {
-			if err != nil {
-				w.err = err
+			if v.err != nil {
+				w.err = v.err
 				return
 			}
 			select {
-			case <-notify:
+			case <-v.notify:
 				continue
 			case <-ctx.Done():
 				return
@@ -152,13 +202,14 @@ func (w *cacheWatcher) run(ctx context.Context, next uint64, initial []*api.Obje
 		}
 		next += uint64(len(buf))
 		for _, e := range buf {
+			var ok bool
 			switch {
 			case e.bookmark != nil:
 				if e.rev < last {
 					continue
 				}
 				last = e.rev
-				if !w.send(ctx, api.Event{Type: api.Bookmark, Object: e.bookmark}) {
+				if v, ok = w.deliver(ctx, api.Event{Type: api.Bookmark, Object: e.bookmark}, v); !ok {
 					return
 				}
 				continue
@@ -168,9 +219,9 @@ func (w *cacheWatcher) run(ctx context.Context, next uint64, initial []*api.Obje
 				w.err = w.c.opts.MapError(e.err)
 				return
 			}
-			if ev, ok := e.event(w.sel); ok {
+			if ev, visible := e.event(w.sel); visible {
 				last = e.rev
-				if !w.send(ctx, e.withRaw(ev)) {
+				if v, ok = w.deliver(ctx, e.withRaw(ev), v); !ok {
 					return
 				}
 			}
@@ -179,30 +230,123 @@ func (w *cacheWatcher) run(ctx context.Context, next uint64, initial []*api.Obje
 	}
 }
 
+// deliver sends ev once the channel has room. v is the ring as last seen;
+// deliver returns it as it last saw it. While the channel is full it
+// waits, checking its backlog at every change the ring receives; it
+// returns false when the watch must end (ctx done, or too far behind:
+// w.err is then set).
+func (w *cacheWatcher) deliver(ctx context.Context, ev api.Event, v view) (view, bool) {
+	for {
+		select {
+		case w.events <- ev:
+			w.log[w.nsent%chanCap] = v.head
+			w.nsent++
+			return v, true
+		default:
+		}
+		v = w.c.progress()
+		if w.behind(v) {
+			return v, false
+		}
+		select {
+		case w.events <- ev:
+			w.log[w.nsent%chanCap] = v.head
+			w.nsent++
+			return v, true
+		case <-v.notify:
+		case <-ctx.Done():
+			return v, false
+		}
+	}
+}
+
+// behind reports (and sets w.err) when the watch must end because its
+// client is too far behind: more than the bounds arrived since the oldest
+// event still in its channel was sent.
+func (w *cacheWatcher) behind(v view) bool {
+	n := uint64(len(w.events))
+	if n == 0 {
+		return false
+	}
+	oldest := w.log[(w.nsent-n)%chanCap]
+	events, bytes := v.head.seq-oldest.seq, v.head.before-oldest.before
+	if events <= uint64(w.c.opts.WatcherBacklog) && bytes <= w.c.opts.WatcherBacklogBytes {
+		return false
+	}
+	w.err = stalled(events, bytes, w.c.opts.WatcherBacklog, w.c.opts.WatcherBacklogBytes)
+	return true
+}
+
 // directWatcher is a watch served by an etcd watch of its own: for
-// versions older than the cache's window.
+// versions older than the cache's window. It always reads the etcd watch,
+// so that the etcd client never buffers for it, and queues what its
+// client has not taken yet. It ends when the client took nothing while
+// more than the backlog bounds arrived (as a cache watcher), and when its
+// queue outgrows the ring's bounds or the backlog bounds, whichever are
+// larger (a replay faster than the client reads it: the client resumes
+// from where it got to).
 type directWatcher struct {
 	stream
 	src      *Source
 	sel      labels.Selector
 	interval time.Duration // between progress requests
 	mapErr   func(error) error
+	opts     *Options
+
+	queue  []queued // changes read, not yet sent
+	qbytes int64
+	read   mark          // how many changes (and bytes) were read from etcd so far
+	log    [chanCap]mark // read as it stood at each of the last sends, by send count modulo chanCap
+	nsent  uint64
 }
 
-func (w *directWatcher) run(ctx context.Context, initial []*api.Object, sw *store.Watch) {
+// queued is an event waiting to be sent, with the size of its entry.
+type queued struct {
+	ev   api.Event
+	size int64
+}
+
+func (w *directWatcher) run(ctx context.Context, initial Initial, sw *store.Watch) {
 	defer close(w.done)
 	defer close(w.events)
 	defer w.cancel()
 	defer sw.Close()
-	if !w.sendInitial(ctx, initial) {
-		return
-	}
 	tick := time.NewTicker(w.interval)
 	defer tick.Stop()
+	var first *api.Event // the next initial object, sent before any change
 	for {
+		if first == nil && initial != nil {
+			obj, ok, err := w.nextInitial(ctx, initial)
+			switch {
+			case err != nil:
+				return
+			case ok:
+				first = &api.Event{Type: api.Added, Object: obj}
+			default:
+				initial = nil
+			}
+		}
+		var out chan<- api.Event
+		var next queued
+		switch {
+		case first != nil:
+			out, next = w.events, queued{ev: *first}
+		case len(w.queue) > 0:
+			out, next = w.events, w.queue[0]
+		}
 		select {
 		case <-ctx.Done():
 			return
+		case out <- next.ev:
+			w.log[w.nsent%chanCap] = w.read
+			w.nsent++
+			if first != nil {
+				first = nil
+				continue
+			}
+			w.queue[0] = queued{}
+			w.queue = w.queue[1:]
+			w.qbytes -= next.size
 		case <-tick.C:
 			if err := sw.RequestProgress(ctx); err != nil && ctx.Err() == nil {
 				w.err = w.mapErr(err)
@@ -216,19 +360,49 @@ func (w *directWatcher) run(ctx context.Context, initial []*api.Object, sw *stor
 				return
 			}
 			e := newEntry(w.src, ev)
+			w.read.seq++
+			w.read.before += e.size
 			switch {
 			case e.bookmark != nil:
-				if !w.send(ctx, api.Event{Type: api.Bookmark, Object: e.bookmark}) {
-					return
-				}
-				continue
+				w.enqueue(api.Event{Type: api.Bookmark, Object: e.bookmark}, e.size)
 			case e.err != nil:
 				w.err = w.mapErr(e.err)
 				return
+			default:
+				if out, visible := e.event(w.sel); visible {
+					w.enqueue(out, e.size)
+				}
 			}
-			if out, ok := e.event(w.sel); ok && !w.send(ctx, out) {
+			if w.behind() {
 				return
 			}
 		}
 	}
+}
+
+func (w *directWatcher) enqueue(ev api.Event, size int64) {
+	w.queue = append(w.queue, queued{ev: ev, size: size})
+	w.qbytes += size
+}
+
+// behind reports (and sets w.err) when the watch must end: its client
+// took nothing while more than the backlog bounds arrived, or its queue
+// outgrew the ring's bounds.
+func (w *directWatcher) behind() bool {
+	maxEvents, maxBytes := max(w.opts.Capacity, w.opts.WatcherBacklog), max(w.opts.MaxBytes, w.opts.WatcherBacklogBytes)
+	if len(w.queue) > maxEvents || w.qbytes > maxBytes {
+		w.err = ringBehind(maxEvents, maxBytes)
+		return true
+	}
+	n := uint64(len(w.events))
+	if n == 0 {
+		return false
+	}
+	oldest := w.log[(w.nsent-n)%chanCap]
+	events, bytes := w.read.seq-oldest.seq, w.read.before-oldest.before
+	if events <= uint64(w.opts.WatcherBacklog) && bytes <= w.opts.WatcherBacklogBytes {
+		return false
+	}
+	w.err = stalled(events, bytes, w.opts.WatcherBacklog, w.opts.WatcherBacklogBytes)
+	return true
 }
