@@ -46,6 +46,14 @@ const (
 	DefaultNamespaceMaxBytes   = registry.DefaultNamespaceMaxBytes
 )
 
+// The defaults of the caps on requests (server.Options), for the command
+// line, which does not import the server.
+const (
+	DefaultMaxRequestsInflight = server.DefaultMaxRequestsInflight
+	DefaultMaxWatches          = server.DefaultMaxWatches
+	DefaultWriteTimeout        = server.DefaultWriteTimeout
+)
+
 // DefaultMaxTxnOps and MinTxnOps are the default and the least
 // Options.MaxTxnOps (registry.DefaultMaxTxnOps, registry.MinTxnOps).
 const (

@@ -130,6 +130,11 @@ type SpaceOptions struct {
 	// a store that refuses a write for lack of space also says it is full;
 	// default DefaultReserve.
 	Reserve int64
+	// KeepHistory is the history a full store's compaction keeps, so that
+	// lists read page by page and watches behind by less go on; default
+	// DefaultKeepHistory, negative for none (compact to the current
+	// revision at once).
+	KeepHistory time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -146,7 +151,21 @@ type SpaceMonitor struct {
 	// cur is the space at the last check (Full as found then), with
 	// Pending updated since.
 	cur Space
+
+	// compactMu serializes Recover's compactions; mark is the revision a
+	// full store was at when first seen so (or last compacted), and when.
+	compactMu sync.Mutex
+	mark      struct {
+		rev int64
+		at  time.Time
+	}
 }
+
+// DefaultKeepHistory is the history a full store's compaction keeps by
+// default (SpaceOptions.KeepHistory): lists read page by page and watches
+// that are behind by less than this go on, where a compaction to the
+// current revision would cut every list in progress.
+const DefaultKeepHistory = 5 * time.Second
 
 // MonitorSpace attaches a space monitor to s and returns it. From then on
 // Space and Fits answer from it, and a write etcd refuses for lack of space
@@ -161,6 +180,9 @@ func (s *Store) MonitorSpace(opts SpaceOptions) *SpaceMonitor {
 	}
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultSpaceInterval
+	}
+	if opts.KeepHistory == 0 {
+		opts.KeepHistory = DefaultKeepHistory
 	}
 	if opts.Reserve <= 0 {
 		opts.Reserve = DefaultReserve
@@ -382,18 +404,21 @@ func (m *SpaceMonitor) round(ctx context.Context) {
 // disarm and the checks around them, within ctx. It returns the store's
 // errors.
 func (m *SpaceMonitor) Recover(ctx context.Context) error {
+	defer func() {
+		if !m.Space().Full {
+			m.compactMu.Lock()
+			m.mark.rev = 0 // the next time it fills, history counts from then
+			m.compactMu.Unlock()
+		}
+	}()
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	sp, _, err := m.check(cctx)
 	if err != nil || !sp.Full {
 		return err
 	}
-	rev, err := m.s.Revision(cctx)
-	if err != nil {
+	if err := m.compact(cctx); err != nil {
 		return err
-	}
-	if _, err := m.s.cli.Compact(cctx, rev, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
-		return fmt.Errorf("store: compact a full store: %w", m.s.classify(err))
 	}
 	sp, members, err := m.check(cctx)
 	if err != nil {
@@ -434,4 +459,32 @@ func (m *SpaceMonitor) Recover(ctx context.Context) error {
 	}
 	_, _, err = m.check(cctx)
 	return err
+}
+
+// compact drops the history of a full store older than KeepHistory: it
+// compacts to the revision the store was at when last marked, once that is
+// KeepHistory old, and marks the current revision. The first call only
+// marks. With a negative KeepHistory it compacts to the current revision.
+func (m *SpaceMonitor) compact(ctx context.Context) error {
+	m.compactMu.Lock()
+	defer m.compactMu.Unlock()
+	rev, err := m.s.Revision(ctx)
+	if err != nil {
+		return err
+	}
+	to := m.mark.rev
+	switch {
+	case m.opts.KeepHistory < 0:
+		to = rev
+	case m.mark.rev == 0:
+		m.mark.rev, m.mark.at = rev, time.Now()
+		return nil
+	case time.Since(m.mark.at) < m.opts.KeepHistory:
+		return nil
+	}
+	if _, err := m.s.cli.Compact(ctx, to, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		return fmt.Errorf("store: compact a full store: %w", m.s.classify(err))
+	}
+	m.mark.rev, m.mark.at = rev, time.Now()
+	return nil
 }

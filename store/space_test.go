@@ -40,7 +40,7 @@ func fillDirectly(t *testing.T, s *store.Store, prefix string) ([]string, error)
 
 func TestSpaceMonitor_FullStoreRefusesPutsAcceptsDeletesAndRecovers(t *testing.T) {
 	s, _ := storetest.StartWith(t, embedded.Options{Quota: testQuota})
-	m := s.MonitorSpace(store.SpaceOptions{Logger: quiet})
+	m := s.MonitorSpace(store.SpaceOptions{Logger: quiet, KeepHistory: -1})
 	ctx := context.Background()
 	sp, err := m.Check(ctx)
 	if err != nil || sp.Quota != testQuota || sp.Full || sp.Limit != testQuota-testQuota*store.HeadroomPercent/100 {
@@ -85,7 +85,7 @@ func TestSpaceMonitor_FullStoreRefusesPutsAcceptsDeletesAndRecovers(t *testing.T
 
 func TestFits_RefusesGrowthPastTheSoftLimitAndMarksPastTheQuota(t *testing.T) {
 	s, _ := storetest.StartWith(t, embedded.Options{Quota: testQuota})
-	m := s.MonitorSpace(store.SpaceOptions{Logger: quiet})
+	m := s.MonitorSpace(store.SpaceOptions{Logger: quiet, KeepHistory: -1})
 	ctx := context.Background()
 	sp, err := m.Check(ctx)
 	if err != nil {
