@@ -22,7 +22,7 @@ import (
 // failed (-1 when the failure is the transaction's as a whole) and its
 // error, a store error or an *api.Status (see apiError).
 func (r *Registry) run(ctx context.Context, u identity.User, items []*txnItem) ([]TxnResult, int, error) {
-	unlock, err := r.lockUnconditional(ctx, items)
+	ctx, unlock, err := r.lockUnconditional(ctx, items)
 	if err != nil {
 		return nil, -1, err
 	}

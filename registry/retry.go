@@ -13,8 +13,8 @@ import (
 // How writes that lost a race are retried (run, in commit.go).
 //
 // A write without a resourceVersion (Update, UpdateStatus, a Patch that
-// does not set one, a Txn item without one, a Delete without a
-// resourceVersion precondition) applies to the latest version: when
+// does not set one, a Txn item without one) applies to the latest
+// version: when
 // another write commits between its read and its commit, it reads again
 // and retries, with a jittered backoff, until it commits, the caller's ctx
 // ends (Timeout), or maxUnconditionalAttempts races are lost (Conflict).
@@ -85,36 +85,47 @@ type keyLock struct {
 	refs  int // writers holding or waiting for it, under keyLocks.mu
 }
 
+// heldKeys is the context key under which lock records the keys whose
+// locks the write that carries the context holds.
+type heldKeys struct{}
+
 // lock takes the locks of keys, in sorted order (so that two callers never
-// wait for each other crosswise), and returns the function that releases
-// them all. It blocks until it holds every lock or ctx ends; then it
+// wait for each other crosswise), and returns a context derived from ctx
+// that records them, and the function that releases them all. A key whose
+// lock ctx already records is skipped: a write made while planning
+// another (which kind hooks must not do, but a test's may) does not wait
+// for itself. It blocks until it holds every lock or ctx ends; then it
 // releases those it took and returns notApplied. keys must be distinct.
-func (l *keyLocks) lock(ctx context.Context, keys []string) (func(), error) {
+func (l *keyLocks) lock(ctx context.Context, keys []string) (context.Context, func(), error) {
+	held, _ := ctx.Value(heldKeys{}).([]string)
+	if len(held) > 0 {
+		keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return slices.Contains(held, k) })
+	}
 	if len(keys) == 0 {
-		return func() {}, nil
+		return ctx, func() {}, nil
 	}
 	if len(keys) > 1 {
 		keys = slices.Sorted(slices.Values(keys))
 	}
-	held := make([]*keyLock, 0, len(keys))
+	locked := make([]*keyLock, 0, len(keys))
 	unlock := func() {
-		for i := len(held) - 1; i >= 0; i-- {
-			<-held[i].token
-			l.release(keys[i], held[i])
+		for i := len(locked) - 1; i >= 0; i-- {
+			<-locked[i].token
+			l.release(keys[i], locked[i])
 		}
 	}
 	for _, key := range keys {
 		k := l.acquire(key)
 		select {
 		case k.token <- struct{}{}:
-			held = append(held, k)
+			locked = append(locked, k)
 		case <-ctx.Done():
 			l.release(key, k)
 			unlock()
-			return nil, notApplied()
+			return nil, nil, notApplied()
 		}
 	}
-	return unlock, nil
+	return context.WithValue(ctx, heldKeys{}, append(slices.Clip(held), keys...)), unlock, nil
 }
 
 // acquire returns the lock of key, counting the caller among its users.

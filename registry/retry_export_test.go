@@ -9,7 +9,8 @@ func LockObject(ctx context.Context, r *Registry, kind, ns, name string) (func()
 	if err != nil {
 		return nil, err
 	}
-	return r.locks.lock(ctx, []string{r.key(k, ns, name)})
+	_, unlock, err := r.locks.lock(ctx, []string{r.key(k, ns, name)})
+	return unlock, err
 }
 
 // LocksInUse is the number of objects whose lock is held or waited for.

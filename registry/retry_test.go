@@ -2,15 +2,20 @@ package registry_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/registry"
+	"cairn.dev/cairn/store/storetest"
 )
 
 // TestUnconditional_TxnsAndPatchesOnSharedObjectsAllApplyWithoutDeadlock
@@ -121,5 +126,64 @@ func TestUnconditional_WaitEndsWithTheCallersContext(t *testing.T) {
 	}
 	if _, err := r.Update(ctx, cond); !errors.Is(err, api.ErrConflict) {
 		t.Fatalf("a stale conditional update: %v", err)
+	}
+}
+
+// meddler is a kind whose update hook, while armed, patches the object
+// being updated through the registry (which real hooks must not do): the
+// write nested in the planning of another must not wait for the lock that
+// other write holds.
+type meddler struct {
+	api.TypeMeta   `json:",inline"`
+	api.ObjectMeta `json:"metadata"`
+	Spec           json.RawMessage `json:"spec,omitempty"`
+}
+
+// TestUnconditional_WriteNestedInAnotherDoesNotWaitForIt updates a Meddler
+// without a resourceVersion while its hook patches the same object with
+// the context it was given: both writes apply and nothing deadlocks.
+func TestUnconditional_WriteNestedInAnotherDoesNotWaitForIt(t *testing.T) {
+	var reg atomic.Pointer[registry.Registry]
+	var armed atomic.Bool
+	kind := registry.Define(registry.Spec[*meddler]{Kind: "Meddler", Namespaced: true,
+		PrepareForUpdate: func(ctx context.Context, _ *registry.Admission, m, _ *meddler) error {
+			if !armed.CompareAndSwap(true, false) {
+				return nil
+			}
+			_, err := reg.Load().Patch(ctx, "Meddler", m.Namespace, m.Name, []byte(`{"metadata":{"annotations":{"nested":"yes"}}}`), false)
+			return err
+		}})
+	s, _ := storetest.Start(t)
+	enc, err := registry.LoadOrCreateKey(filepath.Join(t.TempDir(), "key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := registry.New(s, registry.Options{Kinds: append(kinds.All(kinds.Deps{}), kind), Encryption: enc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	reg.Store(r)
+	ctx, cancel := context.WithTimeout(sysCtx(), 30*time.Second)
+	defer cancel()
+	if err := r.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Create(ctx, testkit.Object("Meddler", "default", "m")); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	out, err := r.Update(ctx, testkit.Object("Meddler", "default", "m", testkit.Labels("outer", "yes")))
+	if err != nil {
+		t.Fatalf("the outer update: %v", err)
+	}
+	if out.Labels["outer"] != "yes" {
+		t.Fatalf("the outer update was not applied: %+v", out.ObjectMeta)
+	}
+	if armed.Load() {
+		t.Fatal("the hook never ran")
+	}
+	if n := registry.LocksInUse(r); n != 0 {
+		t.Fatalf("%d locks left behind", n)
 	}
 }

@@ -296,13 +296,13 @@ func (it *txnItem) fail(i int, err error) error {
 
 // unconditional reports whether the item writes an existing object at
 // whatever version it finds: an update, status update or patch without a
-// resourceVersion, a delete without a resourceVersion precondition.
+// resourceVersion. (A delete without preconditions also retries a lost
+// race, but only maxUpdateAttempts times and without waiting for other
+// writers: a deletion mark does not depend on what it replaces.)
 func (it *txnItem) unconditional() bool {
 	switch it.op {
 	case OpUpdate, OpUpdateStatus:
 		return it.obj.ResourceVersion == ""
-	case OpDelete:
-		return it.opts.Preconditions.ResourceVersion == ""
 	}
 	return false
 }
@@ -333,9 +333,10 @@ func (it *txnItem) exhausted() error {
 }
 
 // lockUnconditional takes this process's locks of the objects that items
-// write unconditionally (see keyLocks) and returns the function that
-// releases them. Errors: Timeout when ctx ends first.
-func (r *Registry) lockUnconditional(ctx context.Context, items []*txnItem) (func(), error) {
+// write unconditionally (see keyLocks) and returns the context to write
+// with, which records them, and the function that releases them. Errors:
+// Timeout when ctx ends first.
+func (r *Registry) lockUnconditional(ctx context.Context, items []*txnItem) (context.Context, func(), error) {
 	var keys []string
 	for _, it := range items {
 		if it.k != nil && it.unconditional() {
