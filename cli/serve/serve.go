@@ -19,7 +19,6 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
-	"cairn.dev/cairn/server"
 )
 
 type flags struct {
@@ -38,7 +37,7 @@ type flags struct {
 	memory             memoryFlags
 }
 
-// memoryFlags bound the memory of requests (see limits in package server).
+// memoryFlags bound the memory of requests (daemon.Options, as the server's).
 type memoryFlags struct {
 	maxRequestsInflight int
 	maxWatches          int
@@ -47,11 +46,11 @@ type memoryFlags struct {
 
 func (m *memoryFlags) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.IntVar(&m.maxRequestsInflight, "max-requests-inflight", server.DefaultMaxRequestsInflight,
+	fs.IntVar(&m.maxRequestsInflight, "max-requests-inflight", daemon.DefaultMaxRequestsInflight,
 		"API requests served at once, watches apart; more are refused with 429 TooManyRequests (0: no limit)")
-	fs.IntVar(&m.maxWatches, "max-watches", server.DefaultMaxWatches,
+	fs.IntVar(&m.maxWatches, "max-watches", daemon.DefaultMaxWatches,
 		"watches (and other long-running requests, such as followed logs) open at once; more are refused with 429 (0: no limit)")
-	fs.DurationVar(&m.writeTimeout, "write-timeout", server.DefaultWriteTimeout,
+	fs.DurationVar(&m.writeTimeout, "write-timeout", daemon.DefaultWriteTimeout,
 		"how long one write of a response may wait for a client that does not read before its connection is closed (0: no limit)")
 }
 
