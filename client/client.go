@@ -67,7 +67,10 @@ type Interface interface {
 	// ctx is done or Stop is called; a failure later ends the stream and
 	// Watcher.Err reports it.
 	// Errors (at once or from Err): Gone when N has been compacted away
-	// (list again and watch from the list's version), BadRequest.
+	// (list again and watch from the list's version), BadRequest,
+	// TooManyRequests (at once: the server's cap on open watches, retry
+	// later; from Err: the watcher fell too far behind the changes, watch
+	// again from the last resourceVersion received).
 	Watch(ctx context.Context, kind, ns string, opts api.ListOptions) (api.Watcher, error)
 	// Kinds lists the kinds the server serves, for discovery and printing.
 	Kinds(ctx context.Context) ([]api.KindInfo, error)

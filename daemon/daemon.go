@@ -46,14 +46,6 @@ const (
 	DefaultNamespaceMaxBytes   = registry.DefaultNamespaceMaxBytes
 )
 
-// The defaults of the caps on requests (server.Options), for the command
-// line, which does not import the server.
-const (
-	DefaultMaxRequestsInflight = server.DefaultMaxRequestsInflight
-	DefaultMaxWatches          = server.DefaultMaxWatches
-	DefaultWriteTimeout        = server.DefaultWriteTimeout
-)
-
 // DefaultMaxTxnOps and MinTxnOps are the default and the least
 // Options.MaxTxnOps (registry.DefaultMaxTxnOps, registry.MinTxnOps).
 const (
@@ -126,11 +118,18 @@ type Options struct {
 
 	// Memory per request, as in server.Options: the caps on requests in
 	// flight and on open watches (429 beyond), and the write timeout for
-	// clients that stop reading. 0: the server's defaults; negative: none.
+	// clients that stop reading. 0: the defaults below; negative: none.
 	MaxRequestsInflight int
 	MaxWatches          int
 	WriteTimeout        time.Duration
 }
+
+// Defaults of the limits of Options (the server's).
+const (
+	DefaultMaxRequestsInflight = server.DefaultMaxRequestsInflight
+	DefaultMaxWatches          = server.DefaultMaxWatches
+	DefaultWriteTimeout        = server.DefaultWriteTimeout
+)
 
 // Daemon is a running server process.
 type Daemon struct {

@@ -47,7 +47,7 @@ type flags struct {
 	memory        memoryFlags
 }
 
-// memoryFlags bound the memory of requests (see the limits of package server).
+// memoryFlags bound the memory of requests (daemon.Options, as the server's).
 type memoryFlags struct {
 	maxRequestsInflight int
 	maxWatches          int
