@@ -10,7 +10,7 @@ import (
 )
 
 func TestDaemon_WatchCapReachesTheServer(t *testing.T) {
-	d := start(t, daemon.Options{DataDir: t.TempDir(), MaxWatches: 1})
+	d := start(t, daemon.Options{DataDir: dataDir(t), MaxWatches: 1})
 	c := httpClient(t, d)
 	ctx := testkit.Context(t)
 	w, err := c.Watch(ctx, api.KindSecret, "default", api.ListOptions{})
