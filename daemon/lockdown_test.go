@@ -30,59 +30,15 @@ import (
 	"cairn.dev/cairn/store/embedded"
 )
 
-// listeningTCP maps the inode of each TCP socket this process listens on
-// to its port, from /proc/self/net/tcp{,6} (state 0A is LISTEN) and the
-// sockets among /proc/self/fd.
-func listeningTCP(t *testing.T) map[string]int {
-	t.Helper()
-	own := map[string]bool{}
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, fd := range fds {
-		link, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
-		if err != nil {
-			continue // closed since the listing
-		}
-		if ino, ok := strings.CutPrefix(link, "socket:["); ok {
-			own[strings.TrimSuffix(ino, "]")] = true
-		}
-	}
-	out := map[string]int{}
-	for _, table := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
-		b, err := os.ReadFile(table)
-		if errors.Is(err, os.ErrNotExist) {
-			continue // no IPv6
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n")[1:] {
-			// sl local_address rem_address st queues tr:when retrnsmt uid timeout inode ...
-			f := strings.Fields(line)
-			if len(f) < 10 || f[3] != "0A" || !own[f[9]] {
-				continue
-			}
-			port, err := strconv.ParseUint(f[1][strings.LastIndexByte(f[1], ':')+1:], 16, 16)
-			if err != nil {
-				t.Fatalf("%s: bad local address in %q", table, line)
-			}
-			out[f[9]] = int(port)
-		}
-	}
-	return out
-}
-
 // TestDaemon_ListensOnTCPOnlyForItsHTTPAPI compares this process's
 // listening TCP sockets before and after a whole server starts: the HTTP
 // API's must be the only new one. No test of this package runs in
 // parallel, so no other test opens a listener meanwhile.
 func TestDaemon_ListensOnTCPOnlyForItsHTTPAPI(t *testing.T) {
 	dir := dataDir(t)
-	before := listeningTCP(t)
+	before := testkit.ListeningTCP(t)
 	d := start(t, daemon.Options{DataDir: dir, Controllers: controllers.List(controllers.Config{})})
-	after := listeningTCP(t)
+	after := testkit.ListeningTCP(t)
 
 	u, err := url.Parse(d.URL())
 	if err != nil {

@@ -6,10 +6,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/store"
 	"cairn.dev/cairn/store/embedded"
 )
@@ -46,67 +46,11 @@ func roundTrip(t *testing.T, endpoint, key, value string) {
 	}
 }
 
-// listeningTCP maps the inode of each TCP socket this process listens on
-// to its port, from /proc/self/net/tcp{,6} (state 0A is LISTEN) and the
-// sockets among /proc/self/fd.
-func listeningTCP(t *testing.T) map[string]int {
-	t.Helper()
-	own := map[string]bool{}
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, fd := range fds {
-		link, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
-		if err != nil {
-			continue // closed since the listing
-		}
-		if ino, ok := strings.CutPrefix(link, "socket:["); ok {
-			own[strings.TrimSuffix(ino, "]")] = true
-		}
-	}
-	out := map[string]int{}
-	for _, table := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
-		b, err := os.ReadFile(table)
-		if errors.Is(err, os.ErrNotExist) {
-			continue // no IPv6
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n")[1:] {
-			// sl local_address rem_address st queues tr:when retrnsmt uid timeout inode ...
-			f := strings.Fields(line)
-			if len(f) < 10 || f[3] != "0A" || !own[f[9]] {
-				continue
-			}
-			port, err := strconv.ParseUint(f[1][strings.LastIndexByte(f[1], ':')+1:], 16, 16)
-			if err != nil {
-				t.Fatalf("%s: bad local address in %q", table, line)
-			}
-			out[f[9]] = int(port)
-		}
-	}
-	return out
-}
-
-// newListeners returns the ports of listeners in after that are not in
-// before.
-func newListeners(before, after map[string]int) []int {
-	var ports []int
-	for ino, port := range after {
-		if _, ok := before[ino]; !ok {
-			ports = append(ports, port)
-		}
-	}
-	return ports
-}
-
 func TestStart_ServesClientsOnlyOnAPrivateUnixSocketInTheDataDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	before := listeningTCP(t)
+	before := testkit.ListeningTCP(t)
 	e := start(t, dir)
-	after := listeningTCP(t)
+	after := testkit.ListeningTCP(t)
 
 	sock := filepath.Join(dir, embedded.SocketName)
 	if e.Socket != sock || e.Endpoint != "unix://"+sock {
@@ -123,7 +67,7 @@ func TestStart_ServesClientsOnlyOnAPrivateUnixSocketInTheDataDir(t *testing.T) {
 	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
 		t.Fatalf("data dir mode %v (%v), want 0700", st.Mode().Perm(), err)
 	}
-	if ports := newListeners(before, after); len(ports) != 0 {
+	if ports := testkit.NewListeners(before, after); len(ports) != 0 {
 		t.Fatalf("etcd listens on TCP ports %v", ports)
 	}
 
@@ -133,7 +77,7 @@ func TestStart_ServesClientsOnlyOnAPrivateUnixSocketInTheDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	ports := newListeners(after, listeningTCP(t))
+	ports := testkit.NewListeners(after, testkit.ListeningTCP(t))
 	if want := l.Addr().(*net.TCPAddr).Port; len(ports) != 1 || ports[0] != want {
 		t.Fatalf("the check found listeners %v, want [%d]", ports, want)
 	}
