@@ -26,12 +26,13 @@ const module = "cairn.dev/cairn/"
 var allowed = map[string][]string{
 	"api":                          {},
 	"identity":                     {},
+	"internal/privfile":            {},
 	"store":                        {"store"},
-	"registry":                     {"api", "authz", "identity", "store", "registry/internal/watchcache", "registry/internal/usage"},
+	"registry":                     {"api", "authz", "identity", "store", "registry/internal/watchcache", "registry/internal/usage", "internal/privfile"},
 	"registry/internal/watchcache": {"api", "store"},
 	"registry/internal/usage":      {"store"},
 	"kinds":                        {"api", "authz", "identity", "registry"},
-	"auth":                         {"api", "identity", "store"},
+	"auth":                         {"api", "identity", "store", "internal/privfile"},
 	"authz":                        {"api", "identity"},
 	"server":                       {"api", "auth", "authz", "identity", "registry", "kinds", "store", "server", "trace"},
 	"client":                       {"api"},
@@ -47,8 +48,8 @@ var allowed = map[string][]string{
 	"leader":                       {},
 	// The process wiring: it builds every layer below the CLI.
 	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "gc", "identity", "kinds",
-		"leader", "lease", "manager", "registry", "runtime", "server", "store", "trace"},
-	"cli":   {"api", "client", "cli", "controllers", "daemon", "manager", "trace"},
+		"leader", "lease", "manager", "registry", "runtime", "server", "store", "trace", "internal/privfile"},
+	"cli":   {"api", "client", "cli", "controllers", "daemon", "manager", "trace", "internal/privfile"},
 	"cmd":   {"cli"},
 	"bench": {}, // benchmarks: tests only
 

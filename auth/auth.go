@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +22,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/privfile"
 	"cairn.dev/cairn/store"
 )
 
@@ -224,29 +224,19 @@ func (a *Authenticator) EnsureAdminToken(ctx context.Context, path string) (stri
 	return token, nil
 }
 
-// readPrivate reads the token file at path, refusing it when group or
-// others have any permission on it. The mode is checked on the open file,
-// so the file read is the file checked. A missing file is an
+// readPrivate reads the token file at path (see privfile.Read), refusing
+// it when group or others have any permission on it. A missing file is an
 // os.ErrNotExist.
 func readPrivate(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	b, err := privfile.Read(path)
+	var np *privfile.NotPrivateError
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil, err
-	}
-	if err != nil {
-		return nil, fmt.Errorf("auth: read admin token: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("auth: read admin token: %w", err)
-	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+	case errors.As(err, &np):
 		return nil, fmt.Errorf("%w: %s has mode %04o, so other users can read or change the token: run 'chmod 600 %s'",
-			ErrTokenFileNotPrivate, path, perm, path)
-	}
-	b, err := io.ReadAll(f)
-	if err != nil {
+			ErrTokenFileNotPrivate, path, np.Mode, path)
+	case err != nil:
 		return nil, fmt.Errorf("auth: read admin token: %w", err)
 	}
 	return b, nil

@@ -29,6 +29,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/privfile"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/leader"
 	"cairn.dev/cairn/lease"
@@ -349,9 +350,9 @@ func prepareDataDir(dir string) error {
 	case !st.IsDir():
 		return fmt.Errorf("daemon: data dir %s is not a directory", dir)
 	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+	if !privfile.Private(st.Mode()) {
 		return fmt.Errorf("%w: %s has mode %04o, so other users can reach the admin token, the encryption key and the store: run 'chmod 700 %s'",
-			ErrDataDirNotPrivate, dir, perm, dir)
+			ErrDataDirNotPrivate, dir, st.Mode().Perm(), dir)
 	}
 	return nil
 }

@@ -11,11 +11,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"cairn.dev/cairn/internal/privfile"
 	"cairn.dev/cairn/store"
 )
 
@@ -85,28 +85,19 @@ func LoadOrCreateKey(path string) (*Encryption, error) {
 	return NewEncryption(key)
 }
 
-// readPrivate reads the key file at path, refusing it when group or others
-// have any permission on it. The mode is checked on the open file, so the
-// file read is the file checked. A missing file is an os.ErrNotExist.
+// readPrivate reads the key file at path (see privfile.Read), refusing it
+// when group or others have any permission on it. A missing file is an
+// os.ErrNotExist.
 func readPrivate(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	raw, err := privfile.Read(path)
+	var np *privfile.NotPrivateError
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil, err
-	}
-	if err != nil {
-		return nil, fmt.Errorf("registry: read encryption key: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("registry: read encryption key: %w", err)
-	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+	case errors.As(err, &np):
 		return nil, fmt.Errorf("%w: %s has mode %04o, so other users can read or change the key: run 'chmod 600 %s'",
-			ErrKeyFileNotPrivate, path, perm, path)
-	}
-	raw, err := io.ReadAll(f)
-	if err != nil {
+			ErrKeyFileNotPrivate, path, np.Mode, path)
+	case err != nil:
 		return nil, fmt.Errorf("registry: read encryption key: %w", err)
 	}
 	return raw, nil

@@ -25,6 +25,7 @@ import (
 
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
+	"cairn.dev/cairn/internal/privfile"
 	"cairn.dev/cairn/manager"
 )
 
@@ -144,15 +145,12 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 // readToken reads a bearer token from path, refusing a file that other
 // users may read (it grants the controllers' rights).
 func readToken(path string) (string, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("--token-file %s is readable by other users (mode %04o): run 'chmod 600 %s'", path, st.Mode().Perm(), path)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
+	b, err := privfile.Read(path)
+	var np *privfile.NotPrivateError
+	switch {
+	case errors.As(err, &np):
+		return "", fmt.Errorf("--token-file %s is readable by other users (mode %04o): run 'chmod 600 %s'", path, np.Mode, path)
+	case err != nil:
 		return "", fmt.Errorf("--token-file: %w", err)
 	}
 	token := strings.TrimSpace(string(b))

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/pflag"
@@ -23,19 +24,12 @@ func namespaceLimits(f *flags) (objects, bytes int64, err error) {
 	if f.nsMaxObjects < 0 {
 		return 0, 0, fmt.Errorf("--namespace-max-objects must not be negative, got %d (0: no limit)", f.nsMaxObjects)
 	}
-	q, err := resource.ParseQuantity(f.nsMaxBytes)
-	if err != nil {
+	bytes, err = parseSize(f.nsMaxBytes)
+	switch {
+	case err != nil && !errors.Is(err, errNotWhole):
 		return 0, 0, fmt.Errorf(`--namespace-max-bytes %q: want a number of bytes such as 536870912 or "512Mi"`, f.nsMaxBytes)
-	}
-	bytes, whole := q.AsInt64()
-	if !whole || bytes < 0 {
+	case err != nil || bytes < 0:
 		return 0, 0, fmt.Errorf("--namespace-max-bytes %q: want a whole, non-negative number of bytes (0: no limit)", f.nsMaxBytes)
 	}
-	noneIfZero := func(v int64) int64 {
-		if v == 0 {
-			return -1
-		}
-		return v
-	}
-	return noneIfZero(f.nsMaxObjects), noneIfZero(bytes), nil
+	return noLimitIfZero(f.nsMaxObjects), noLimitIfZero(bytes), nil
 }

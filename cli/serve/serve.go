@@ -5,6 +5,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -70,17 +71,8 @@ func (m *memoryFlags) apply(opts *daemon.Options) error {
 	if m.maxRequestsInflight < 0 || m.maxWatches < 0 || m.writeTimeout < 0 {
 		return fmt.Errorf("--max-requests-inflight, --max-watches and --write-timeout must not be negative")
 	}
-	none := func(n int) int {
-		if n == 0 {
-			return -1
-		}
-		return n
-	}
-	opts.MaxRequestsInflight, opts.MaxWatches = none(m.maxRequestsInflight), none(m.maxWatches)
-	opts.WriteTimeout = m.writeTimeout
-	if m.writeTimeout == 0 {
-		opts.WriteTimeout = -1
-	}
+	opts.MaxRequestsInflight, opts.MaxWatches = noLimitIfZero(m.maxRequestsInflight), noLimitIfZero(m.maxWatches)
+	opts.WriteTimeout = noLimitIfZero(m.writeTimeout)
 	return nil
 }
 
@@ -205,10 +197,34 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 // parseQuota reads --store-quota: a size such as 2Gi, 512Mi or 1G. The
 // daemon checks its bounds.
 func parseQuota(s string) (int64, error) {
-	q, err := resource.ParseQuantity(s)
-	n, ok := q.AsInt64()
-	if err != nil || !ok || n <= 0 {
+	n, err := parseSize(s)
+	if err != nil || n <= 0 {
 		return 0, fmt.Errorf("--store-quota %q: give a size such as 2Gi or 512Mi", s)
 	}
 	return n, nil
+}
+
+// errNotWhole: a size flag is a quantity, but not a whole number of bytes.
+var errNotWhole = errors.New("not a whole number of bytes")
+
+// parseSize reads a size flag: a number of bytes or a quantity such as
+// 512Mi.
+func parseSize(s string) (int64, error) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, err
+	}
+	n, whole := q.AsInt64()
+	if !whole {
+		return 0, errNotWhole
+	}
+	return n, nil
+}
+
+// noLimitIfZero maps a flag's 0 ("no limit") to the daemon's negative.
+func noLimitIfZero[T int | int64 | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
