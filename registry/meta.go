@@ -56,7 +56,7 @@ func (r *Registry) validateMeta(k *Kind, obj, old *api.Object) field.ErrorList {
 	} else if m.Namespace != "" {
 		errs = append(errs, field.Forbidden(metaPath.Child("namespace"), k.Kind+" is not namespaced"))
 	}
-	var was *api.ObjectMeta
+	was := &api.ObjectMeta{} // a create is held to the limits as they are
 	if old != nil {
 		was = &old.ObjectMeta
 	}

@@ -27,14 +27,19 @@ func limitFor(max, stored int) int {
 	return max
 }
 
+// tooMany is the one error of a list of n items at p over its limit (see
+// limitFor), or nil.
+func tooMany(p *field.Path, n, max, stored int) field.ErrorList {
+	if n > limitFor(max, stored) {
+		return field.ErrorList{field.TooMany(p, n, max)}
+	}
+	return nil
+}
+
 func validateLabels(l map[string]string, old *api.ObjectMeta) field.ErrorList {
 	p := metaPath.Child("labels")
-	stored := 0
-	if old != nil {
-		stored = len(old.Labels)
-	}
-	if len(l) > limitFor(api.MaxLabels, stored) {
-		return field.ErrorList{field.TooMany(p, len(l), api.MaxLabels)}
+	if errs := tooMany(p, len(l), api.MaxLabels, len(old.Labels)); errs != nil {
+		return errs
 	}
 	var errs field.ErrorList
 	for k, v := range l {
@@ -50,14 +55,10 @@ func validateLabels(l map[string]string, old *api.ObjectMeta) field.ErrorList {
 
 func validateAnnotations(a map[string]string, old *api.ObjectMeta) field.ErrorList {
 	p := metaPath.Child("annotations")
-	stored, storedBytes := 0, 0
-	if old != nil {
-		stored, storedBytes = len(old.Annotations), annotationBytes(old.Annotations)
+	if errs := tooMany(p, len(a), api.MaxAnnotations, len(old.Annotations)); errs != nil {
+		return errs
 	}
-	if len(a) > limitFor(api.MaxAnnotations, stored) {
-		return field.ErrorList{field.TooMany(p, len(a), api.MaxAnnotations)}
-	}
-	if annotationBytes(a) > limitFor(api.MaxAnnotationBytes, storedBytes) {
+	if annotationBytes(a) > limitFor(api.MaxAnnotationBytes, annotationBytes(old.Annotations)) {
 		return field.ErrorList{field.TooLong(p, "", api.MaxAnnotationBytes)}
 	}
 	var errs field.ErrorList
@@ -80,12 +81,8 @@ func annotationBytes(a map[string]string) int {
 
 func validateFinalizers(fs []string, old *api.ObjectMeta) field.ErrorList {
 	p := metaPath.Child("finalizers")
-	stored := 0
-	if old != nil {
-		stored = len(old.Finalizers)
-	}
-	if len(fs) > limitFor(api.MaxFinalizers, stored) {
-		return field.ErrorList{field.TooMany(p, len(fs), api.MaxFinalizers)}
+	if errs := tooMany(p, len(fs), api.MaxFinalizers, len(old.Finalizers)); errs != nil {
+		return errs
 	}
 	if len(fs) == 0 {
 		return nil
@@ -125,12 +122,8 @@ type ownerName struct{ kind, name string }
 func (r *Registry) validateOwnerRefs(m *api.ObjectMeta, old *api.ObjectMeta) field.ErrorList {
 	p := metaPath.Child("ownerReferences")
 	refs := m.OwnerReferences
-	stored := 0
-	if old != nil {
-		stored = len(old.OwnerReferences)
-	}
-	if len(refs) > limitFor(api.MaxOwnerReferences, stored) {
-		return field.ErrorList{field.TooMany(p, len(refs), api.MaxOwnerReferences)}
+	if errs := tooMany(p, len(refs), api.MaxOwnerReferences, len(old.OwnerReferences)); errs != nil {
+		return errs
 	}
 	if len(refs) == 0 {
 		return nil
@@ -203,13 +196,9 @@ type ownerDuplicates struct {
 	names map[ownerName]bool
 }
 
-// ownerDuplicatesOf returns the duplicates among old's owner references
-// (none for nil).
+// ownerDuplicatesOf returns the duplicates among old's owner references.
 func (r *Registry) ownerDuplicatesOf(old *api.ObjectMeta) *ownerDuplicates {
 	d := &ownerDuplicates{uids: map[string]bool{}, names: map[ownerName]bool{}}
-	if old == nil {
-		return d
-	}
 	uids := make(map[string]bool, len(old.OwnerReferences))
 	names := make(map[ownerName]bool, len(old.OwnerReferences))
 	for _, o := range old.OwnerReferences {
