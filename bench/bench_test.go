@@ -69,25 +69,10 @@ func BenchmarkCreateThroughput(b *testing.B) {
 	ctx := context.Background()
 	var rate float64
 	for iter := 0; iter < b.N; iter++ {
-		var wg sync.WaitGroup
-		var failed atomic.Int64
-		start := time.Now()
-		for w := 0; w < clients; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; i < perClient; i++ {
-					if _, err := c.Create(ctx, testkit.Secret("default", fmt.Sprintf("t%d-c%d-%d", iter, w, i), nil, value())); err != nil {
-						failed.Add(1)
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		if failed.Load() > 0 {
-			b.Fatalf("%d creates failed", failed.Load())
-		}
-		rate = float64(clients*perClient) / time.Since(start).Seconds()
+		rate = concurrently(b, clients, perClient, func(w, i int) error {
+			_, err := c.Create(ctx, testkit.Secret("default", fmt.Sprintf("t%d-c%d-%d", iter, w, i), nil, value()))
+			return err
+		})
 	}
 	b.ReportMetric(rate, "creates/s")
 }
