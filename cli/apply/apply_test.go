@@ -170,7 +170,8 @@ func TestApply_ExamplesStayValid(t *testing.T) {
 		{"secret.yaml", "secret/db-credentials created\n"},
 		{"demo.yaml", "namespace/demo unchanged\nsecret/registry-pull created\nsecret/webhook created\n"},
 		{"lease.yaml", "lease/report-generator created\n"},
-		{"", "namespace/demo unchanged\nsecret/registry-pull unchanged\nsecret/webhook unchanged\nlease/report-generator unchanged\nnamespace/demo unchanged\nsecret/db-credentials unchanged\n"},
+		{"team.yaml", "namespace/team-a created\nsecret/api-key created\n"},
+		{"", "namespace/demo unchanged\nsecret/registry-pull unchanged\nsecret/webhook unchanged\nlease/report-generator unchanged\nnamespace/demo unchanged\nsecret/db-credentials unchanged\nnamespace/team-a unchanged\nsecret/api-key unchanged\n"},
 	}
 	for _, st := range steps {
 		r := clitest.Run(t, srv.URL, srv.Token, "apply", "-f", filepath.Join(examples, st.file))
