@@ -41,15 +41,15 @@ var allowed = map[string][]string{
 	"controller":                   {"api", "client", "informer", "trace"},
 	"trace":                        {"api"},
 	"lease":                        {"api", "client"},
-	"manager":                      {"api", "client", "informer", "controller", "trace", "lease"},
+	"manager":                      {"api", "client", "informer", "controller", "trace", "lease", "runtime"},
 	"controllers":                  {"api", "client", "manager", "gc", "informer", "controller", "trace"},
 	"gc":                           {"api", "client", "controller", "informer", "manager", "trace"},
 	"runtime":                      {"runtime"},
 	"leader":                       {},
 	// The process wiring: it builds every layer below the CLI.
 	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "gc", "identity", "kinds",
-		"leader", "lease", "manager", "registry", "runtime", "server", "store", "trace", "internal/privfile"},
-	"cli":   {"api", "client", "cli", "controllers", "daemon", "manager", "trace", "internal/privfile"},
+		"leader", "lease", "manager", "registry", "runtime", "runtime/local", "server", "store", "trace", "internal/privfile"},
+	"cli":   {"api", "client", "cli", "controllers", "daemon", "manager", "runtime", "runtime/local", "trace", "internal/privfile"},
 	"cmd":   {"cli"},
 	"bench": {}, // benchmarks: tests only
 

@@ -13,6 +13,18 @@ const (
 	// KindLease holds a leader election's state (the controllers' leader
 	// among `cairn server` and `cairn controller-manager` processes).
 	KindLease = "Lease"
+
+	// The deployment kinds.
+	KindTarget       = "Target"
+	KindDataObject   = "DataObject"
+	KindBlueprint    = "Blueprint"
+	KindInstallation = "Installation"
+	KindExecution    = "Execution"
+	KindDeployItem   = "DeployItem"
+
+	// The event kinds.
+	KindProject = "Project"
+	KindEvent   = "Event"
 )
 
 // ResolveKind finds what a user or a caller typed — a kind name

@@ -32,9 +32,9 @@ type Preconditions struct {
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
-// Event is one decoded watch event. For BOOKMARK, Object carries only
+// ObjectEvent is one decoded watch event. For BOOKMARK, Object carries only
 // metadata.resourceVersion.
-type Event struct {
+type ObjectEvent struct {
 	Type   string
 	Object *Object
 	// Raw is Object's JSON (what json.Marshal gives), shared by every
@@ -48,7 +48,7 @@ type Event struct {
 type Watcher interface {
 	// Events returns the stream. It is closed when the watch ends: after
 	// Stop, when the context given to Watch is done, or on failure.
-	Events() <-chan Event
+	Events() <-chan ObjectEvent
 	// Err blocks until the stream is closed and tells why it ended: nil
 	// after Stop or context cancellation, an error matching ErrGone when the
 	// requested resource version is compacted away, another error otherwise.

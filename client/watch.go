@@ -28,21 +28,21 @@ func (c *httpClient) Watch(ctx context.Context, kind, ns string, opts api.ListOp
 		cancel()
 		return nil, err
 	}
-	w := &httpWatcher{events: make(chan api.Event, 64), cancel: cancel, done: make(chan struct{})}
+	w := &httpWatcher{events: make(chan api.ObjectEvent, 64), cancel: cancel, done: make(chan struct{})}
 	go w.run(wctx, resp.Body)
 	return w, nil
 }
 
 // httpWatcher decodes a newline-delimited JSON watch stream into events.
 type httpWatcher struct {
-	events chan api.Event
+	events chan api.ObjectEvent
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
 	err    error // set before done is closed
 }
 
-func (w *httpWatcher) Events() <-chan api.Event { return w.events }
+func (w *httpWatcher) Events() <-chan api.ObjectEvent { return w.events }
 
 func (w *httpWatcher) Err() error {
 	<-w.done
@@ -85,7 +85,7 @@ func (w *httpWatcher) run(ctx context.Context, body io.ReadCloser) {
 			return
 		}
 		select {
-		case w.events <- api.Event{Type: we.Type, Object: obj}:
+		case w.events <- api.ObjectEvent{Type: we.Type, Object: obj}:
 		case <-ctx.Done():
 			return
 		}

@@ -35,6 +35,7 @@ import (
 	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/registry"
+	rtlocal "cairn.dev/cairn/runtime/local"
 	"cairn.dev/cairn/server"
 	"cairn.dev/cairn/store"
 	"cairn.dev/cairn/store/embedded"
@@ -82,6 +83,11 @@ type Options struct {
 	// Controllers are the controllers this server runs while it leads them
 	// (see package controllers for the list); none makes a pure API server.
 	Controllers []manager.Controller
+	// RuntimeDir is where the local runtime keeps the commands the
+	// controllers run (container deploy items, event workers and jobs):
+	// their workspaces, state and logs; default <DataDir>/runtime. Only
+	// used with Controllers.
+	RuntimeDir string
 	// CompactionInterval: the leader compacts history older than this
 	// interval, every interval; default 5m.
 	CompactionInterval time.Duration
@@ -145,6 +151,7 @@ type Daemon struct {
 	http     *server.Server
 	metrics  *prometheus.Registry
 	manager  *manager.Manager // nil without controllers
+	runtime  *rtlocal.Runtime // nil without controllers
 	system   client.Interface // in-process client acting as the system
 	listener net.Listener
 	token    string
@@ -227,9 +234,17 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		return d, fmt.Errorf("daemon: listen on %s: %w", opts.Listen, err)
 	}
 	if len(opts.Controllers) > 0 {
+		dir := opts.RuntimeDir
+		if dir == "" {
+			dir = filepath.Join(opts.DataDir, "runtime")
+		}
+		if d.runtime, err = rtlocal.New(rtlocal.Options{Root: dir, Logger: d.log}); err != nil {
+			return d, fmt.Errorf("daemon: open the runtime in %s: %w", dir, err)
+		}
 		d.manager, err = manager.New(manager.Options{
 			Client: d.system, Controllers: opts.Controllers, Identity: d.advertised(),
 			LeaderElection: true, LeaseDuration: opts.LeaderTTL, Logger: d.log, Metrics: d.metrics,
+			Runtime: d.runtime, APIServer: d.advertised(),
 		})
 		if err != nil {
 			return d, err
@@ -434,6 +449,9 @@ func (d *Daemon) Wait() error {
 func (d *Daemon) Done() <-chan struct{} { return d.done }
 
 func (d *Daemon) closeStore() {
+	if d.runtime != nil {
+		d.runtime.Close()
+	}
 	if d.registry != nil {
 		d.registry.Close()
 	}

@@ -399,7 +399,7 @@ func (i *Informer) watch(ctx context.Context, rv string, resync <-chan time.Time
 // apply stores one watch event and delivers it. Events that are not newer
 // than the cached object (a replay after a reconnect) are dropped, so no
 // handler sees a change twice.
-func (i *Informer) apply(ev api.Event) {
+func (i *Informer) apply(ev api.ObjectEvent) {
 	obj := ev.Object
 	key := api.Key(obj.Namespace, obj.Name)
 	i.hmu.Lock()

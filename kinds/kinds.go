@@ -25,5 +25,13 @@ func All(d Deps) []registry.Kind {
 		Namespace(),
 		Secret(),
 		Lease(),
+		Target(),
+		DataObject(),
+		Blueprint(),
+		Installation(),
+		Execution(),
+		DeployItem(),
+		Project(),
+		Event(),
 	}
 }

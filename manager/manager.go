@@ -29,6 +29,7 @@ import (
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/informer"
 	"cairn.dev/cairn/lease"
+	"cairn.dev/cairn/runtime"
 	"cairn.dev/cairn/trace"
 )
 
@@ -74,6 +75,13 @@ type Term struct {
 	// Traces keeps the last reconciles of every object (shared across
 	// terms); pass it to controller.Options.Traces.
 	Traces *trace.Store
+	// Runtime is where the process runs commands (container deploy items,
+	// event workers and jobs), shared across terms; nil when the process
+	// has none, and a controller that needs one fails its Setup.
+	Runtime runtime.Runtime
+	// APIServer is the URL that commands started on Runtime reach the API
+	// at (CAIRN_SERVER); empty when the process has no runtime.
+	APIServer string
 
 	mu        sync.Mutex
 	runnables []named
@@ -118,6 +126,10 @@ type Options struct {
 	// Traces keeps traces across terms; default a store with the default
 	// bounds (trace.NewStore(0, 0)).
 	Traces *trace.Store
+	// Runtime and APIServer are handed to the controllers (Term.Runtime,
+	// Term.APIServer). The manager does not close the Runtime.
+	Runtime   runtime.Runtime
+	APIServer string
 }
 
 // Manager runs controllers while this process leads. Build it with New,
@@ -225,6 +237,8 @@ func (m *Manager) term(ctx context.Context) (err error) {
 		Logger:    m.opts.Logger,
 		Metrics:   m.opts.Metrics,
 		Traces:    m.opts.Traces,
+		Runtime:   m.opts.Runtime,
+		APIServer: m.opts.APIServer,
 	}
 	if t.Metrics == nil {
 		t.Metrics = prometheus.NewRegistry() // discarded: controllers may register freely

@@ -64,7 +64,7 @@ func rvOf(t testing.TB, rv string) int64 {
 
 // nextChange returns the next event that is not a BOOKMARK; it fails the
 // test when the stream ends or nothing arrives within 20s.
-func nextChange(t testing.TB, w api.Watcher) api.Event {
+func nextChange(t testing.TB, w api.Watcher) api.ObjectEvent {
 	t.Helper()
 	timeout := time.After(20 * time.Second)
 	for {
@@ -83,9 +83,9 @@ func nextChange(t testing.TB, w api.Watcher) api.Event {
 }
 
 // expectChanges reads len(want) changes, each "TYPE namespace/name".
-func expectChanges(t testing.TB, w api.Watcher, want ...string) []api.Event {
+func expectChanges(t testing.TB, w api.Watcher, want ...string) []api.ObjectEvent {
 	t.Helper()
-	var out []api.Event
+	var out []api.ObjectEvent
 	for _, wnt := range want {
 		ev := nextChange(t, w)
 		if got := ev.Type + " " + api.Key(ev.Object.Namespace, ev.Object.Name); got != wnt {

@@ -174,7 +174,7 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 // api.WatchEvent{Type: ev.Type, Object: <ev.Object as JSON>} to b, byte for
 // byte what json.Marshal gives, from ev.Raw when the registry has encoded
 // the object already.
-func appendWatchEvent(b []byte, ev api.Event) ([]byte, error) {
+func appendWatchEvent(b []byte, ev api.ObjectEvent) ([]byte, error) {
 	raw := []byte(ev.Raw)
 	if raw == nil {
 		var err error

@@ -15,6 +15,7 @@ import (
 	neturl "net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/internal/privfile"
 	"cairn.dev/cairn/manager"
+	rtlocal "cairn.dev/cairn/runtime/local"
 )
 
 type flags struct {
@@ -38,6 +40,7 @@ type flags struct {
 	leaderTTL   time.Duration
 	gcWorkers   int
 	logLevel    string
+	runtimeDir  string
 }
 
 // New returns the `cairn controller-manager` command.
@@ -67,6 +70,7 @@ everything but the probes needs a bearer token the API server accepts.`,
 	fs.DurationVar(&f.leaderTTL, "leader-ttl", 5*time.Second, "how long a dead leader blocks failover")
 	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.runtimeDir, "runtime-dir", defaultRuntimeDir(), "where the commands the controllers run keep their workspaces, state and logs (created mode 0700)")
 	return cmd
 }
 
@@ -115,8 +119,14 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rt, err := rtlocal.New(rtlocal.Options{Root: f.runtimeDir, Logger: log})
+	if err != nil {
+		l.Close()
+		return fmt.Errorf("--runtime-dir %s: %w", f.runtimeDir, err)
+	}
+	defer rt.Close()
 	m, err := manager.New(manager.Options{Client: c, Controllers: ctrls, Identity: url, LeaderElection: true,
-		LeaseDuration: f.leaderTTL, Logger: log, Metrics: reg})
+		LeaseDuration: f.leaderTTL, Logger: log, Metrics: reg, Runtime: rt, APIServer: strings.TrimSuffix(f.server, "/")})
 	if err != nil {
 		l.Close()
 		return err
@@ -164,4 +174,13 @@ func readToken(path string) (string, error) {
 func httpURL(s string) bool {
 	u, err := neturl.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// defaultRuntimeDir is ~/.cairn/controller-manager/runtime.
+func defaultRuntimeDir() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(".cairn", "controller-manager", "runtime")
+	}
+	return filepath.Join(home, ".cairn", "controller-manager", "runtime")
 }

@@ -32,7 +32,7 @@ const leaderTTL = 2 * time.Second
 func startManager(t *testing.T, bin, url, tokenFile string) *clitest.Proc {
 	t.Helper()
 	cmd := exec.Command(bin, "controller-manager", "--server", url, "--token-file", tokenFile,
-		"--listen", "127.0.0.1:0", "--leader-ttl", leaderTTL.String())
+		"--listen", "127.0.0.1:0", "--leader-ttl", leaderTTL.String(), "--runtime-dir", filepath.Join(t.TempDir(), "runtime"))
 	return clitest.Start(t, cmd)
 }
 

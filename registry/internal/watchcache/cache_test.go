@@ -128,7 +128,7 @@ func (c *Cache) usage() usage {
 
 // next returns the next event that is not a BOOKMARK; it fails the test
 // when the stream ends or nothing arrives within 20s.
-func next(t *testing.T, w api.Watcher) api.Event {
+func next(t *testing.T, w api.Watcher) api.ObjectEvent {
 	t.Helper()
 	timeout := time.After(20 * time.Second)
 	for {
@@ -147,9 +147,9 @@ func next(t *testing.T, w api.Watcher) api.Event {
 }
 
 // expect reads len(want) changes, each "TYPE namespace/name".
-func expect(t *testing.T, w api.Watcher, want ...string) []api.Event {
+func expect(t *testing.T, w api.Watcher, want ...string) []api.ObjectEvent {
 	t.Helper()
-	var out []api.Event
+	var out []api.ObjectEvent
 	for _, wnt := range want {
 		ev := next(t, w)
 		if got := ev.Type + " " + api.Key(ev.Object.Namespace, ev.Object.Name); got != wnt {

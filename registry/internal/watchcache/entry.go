@@ -134,26 +134,26 @@ func keyNamespace(src *Source, key string) string {
 // with the object's latest state. ok is false when nothing is visible.
 // Bookmarks and error entries are the caller's business. The event carries
 // no Raw: see withRaw.
-func (e *entry) event(sel labels.Selector) (api.Event, bool) {
+func (e *entry) event(sel labels.Selector) (api.ObjectEvent, bool) {
 	prevIn := e.existed && (sel.Empty() || sel.Matches(labels.Set(e.labels)))
 	curIn := e.cur != nil && matches(sel, e.cur)
 	switch {
 	case curIn && prevIn:
-		return api.Event{Type: api.Modified, Object: e.cur}, true
+		return api.ObjectEvent{Type: api.Modified, Object: e.cur}, true
 	case curIn:
-		return api.Event{Type: api.Added, Object: e.cur}, true
+		return api.ObjectEvent{Type: api.Added, Object: e.cur}, true
 	case prevIn && e.cur != nil:
-		return api.Event{Type: api.Deleted, Object: e.cur}, true // left the selection
+		return api.ObjectEvent{Type: api.Deleted, Object: e.cur}, true // left the selection
 	case prevIn:
-		return api.Event{Type: api.Deleted, Object: e.gone}, true
+		return api.ObjectEvent{Type: api.Deleted, Object: e.gone}, true
 	}
-	return api.Event{}, false
+	return api.ObjectEvent{}, false
 }
 
 // withRaw sets ev.Raw to the shared JSON of its object, one of the entry's,
 // making it when no watcher has yet. Raw stays nil when the object does not
 // marshal: the caller's own marshal then reports why.
-func (e *entry) withRaw(ev api.Event) api.Event {
+func (e *entry) withRaw(ev api.ObjectEvent) api.ObjectEvent {
 	switch {
 	case ev.Object == e.cur && e.curEnc != nil:
 		ev.Raw = e.curEnc.json()

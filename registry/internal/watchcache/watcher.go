@@ -79,7 +79,7 @@ const chanCap = 64
 
 // stream is the part of api.Watcher that both kinds of watcher share.
 type stream struct {
-	events chan api.Event
+	events chan api.ObjectEvent
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
@@ -87,11 +87,11 @@ type stream struct {
 }
 
 func newStream(cancel context.CancelFunc) stream {
-	return stream{events: make(chan api.Event, chanCap), cancel: cancel, done: make(chan struct{})}
+	return stream{events: make(chan api.ObjectEvent, chanCap), cancel: cancel, done: make(chan struct{})}
 }
 
 // Events implements api.Watcher.
-func (s *stream) Events() <-chan api.Event { return s.events }
+func (s *stream) Events() <-chan api.ObjectEvent { return s.events }
 
 // Err implements api.Watcher: it blocks until the stream is closed.
 func (s *stream) Err() error {
@@ -173,7 +173,7 @@ func (w *cacheWatcher) run(ctx context.Context, next uint64, initial Initial) {
 		if !ok {
 			break
 		}
-		if v, ok = w.deliver(ctx, api.Event{Type: api.Added, Object: obj}, v); !ok {
+		if v, ok = w.deliver(ctx, api.ObjectEvent{Type: api.Added, Object: obj}, v); !ok {
 			return
 		}
 	}
@@ -209,7 +209,7 @@ func (w *cacheWatcher) run(ctx context.Context, next uint64, initial Initial) {
 					continue
 				}
 				last = e.rev
-				if v, ok = w.deliver(ctx, api.Event{Type: api.Bookmark, Object: e.bookmark}, v); !ok {
+				if v, ok = w.deliver(ctx, api.ObjectEvent{Type: api.Bookmark, Object: e.bookmark}, v); !ok {
 					return
 				}
 				continue
@@ -235,7 +235,7 @@ func (w *cacheWatcher) run(ctx context.Context, next uint64, initial Initial) {
 // waits, checking its backlog at every change the ring receives; it
 // returns false when the watch must end (ctx done, or too far behind:
 // w.err is then set).
-func (w *cacheWatcher) deliver(ctx context.Context, ev api.Event, v view) (view, bool) {
+func (w *cacheWatcher) deliver(ctx context.Context, ev api.ObjectEvent, v view) (view, bool) {
 	for {
 		select {
 		case w.events <- ev:
@@ -302,7 +302,7 @@ type directWatcher struct {
 
 // queued is an event waiting to be sent, with the size of its entry.
 type queued struct {
-	ev   api.Event
+	ev   api.ObjectEvent
 	size int64
 }
 
@@ -313,7 +313,7 @@ func (w *directWatcher) run(ctx context.Context, initial Initial, sw *store.Watc
 	defer sw.Close()
 	tick := time.NewTicker(w.interval)
 	defer tick.Stop()
-	var first *api.Event // the next initial object, sent before any change
+	var first *api.ObjectEvent // the next initial object, sent before any change
 	for {
 		if first == nil && initial != nil {
 			obj, ok, err := w.nextInitial(ctx, initial)
@@ -321,12 +321,12 @@ func (w *directWatcher) run(ctx context.Context, initial Initial, sw *store.Watc
 			case err != nil:
 				return
 			case ok:
-				first = &api.Event{Type: api.Added, Object: obj}
+				first = &api.ObjectEvent{Type: api.Added, Object: obj}
 			default:
 				initial = nil
 			}
 		}
-		var out chan<- api.Event
+		var out chan<- api.ObjectEvent
 		var next queued
 		switch {
 		case first != nil:
@@ -364,7 +364,7 @@ func (w *directWatcher) run(ctx context.Context, initial Initial, sw *store.Watc
 			w.read.before += e.size
 			switch {
 			case e.bookmark != nil:
-				w.enqueue(api.Event{Type: api.Bookmark, Object: e.bookmark}, e.size)
+				w.enqueue(api.ObjectEvent{Type: api.Bookmark, Object: e.bookmark}, e.size)
 			case e.err != nil:
 				w.err = w.mapErr(e.err)
 				return
@@ -380,7 +380,7 @@ func (w *directWatcher) run(ctx context.Context, initial Initial, sw *store.Watc
 	}
 }
 
-func (w *directWatcher) enqueue(ev api.Event, size int64) {
+func (w *directWatcher) enqueue(ev api.ObjectEvent, size int64) {
 	w.queue = append(w.queue, queued{ev: ev, size: size})
 	w.qbytes += size
 }

@@ -1,0 +1,150 @@
+package api
+
+import "time"
+
+// The event kinds: a Project says which events it subscribes to and how its
+// worker runs; an Event is one occurrence, whose worker (and the jobs the
+// worker creates) run on the runtime.
+
+// EventPhase is the phase of an event's worker or of a job.
+type EventPhase string
+
+// The phases of workers and jobs, exactly. Terminal: all but PENDING,
+// STARTING, RUNNING and UNKNOWN.
+const (
+	PhasePending          EventPhase = "PENDING"
+	PhaseStarting         EventPhase = "STARTING"
+	PhaseRunning          EventPhase = "RUNNING"
+	PhaseSucceeded        EventPhase = "SUCCEEDED"
+	PhaseFailed           EventPhase = "FAILED"
+	PhaseCanceled         EventPhase = "CANCELED"
+	PhaseAborted          EventPhase = "ABORTED"
+	PhaseTimedOut         EventPhase = "TIMED_OUT"
+	PhaseSchedulingFailed EventPhase = "SCHEDULING_FAILED"
+	PhaseUnknown          EventPhase = "UNKNOWN"
+)
+
+// EventPhases lists every phase, in lifecycle order.
+var EventPhases = []EventPhase{PhasePending, PhaseStarting, PhaseRunning, PhaseSucceeded, PhaseFailed,
+	PhaseCanceled, PhaseAborted, PhaseTimedOut, PhaseSchedulingFailed, PhaseUnknown}
+
+// Terminal reports whether p is a terminal phase.
+func (p EventPhase) Terminal() bool {
+	switch p {
+	case PhasePending, PhaseStarting, PhaseRunning, PhaseUnknown:
+		return false
+	}
+	return true
+}
+
+// EventTokenKey is the key of the worker's token in its event's Secret.
+// The event's Secret has the Event's name, is owned by the Event and holds a
+// point-in-time copy of the project's secrets' keys beside the token (a
+// project secret key of this name is refused).
+const EventTokenKey = "cairn-token"
+
+// WorkerUnitID is the runtime unit ID of the worker of the event with uid.
+func WorkerUnitID(eventUID string) string { return "ev-" + eventUID }
+
+// JobUnitID is the runtime unit ID of the job named job of the event with
+// uid.
+func JobUnitID(eventUID, job string) string { return "ev-" + eventUID + "-" + job }
+
+// Project groups the events of one source of work.
+type Project struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata"`
+	Spec       ProjectSpec `json:"spec"`
+}
+
+// ProjectSpec says how the project's workers run and which events it
+// takes.
+type ProjectSpec struct {
+	WorkerTemplate WorkerSpec `json:"workerTemplate"`
+	// WorkerPermissions is what a worker's token may do in the project's
+	// namespace, besides reading its own Event and creating its jobs.
+	WorkerPermissions  []PermissionRule    `json:"workerPermissions,omitempty"`
+	EventSubscriptions []EventSubscription `json:"eventSubscriptions,omitempty"`
+	// Secrets name Secrets of the namespace copied into each event.
+	Secrets []string `json:"secrets,omitempty"`
+	// MaxConcurrentWorkers and MaxConcurrentJobs bound the project's
+	// running workers and jobs (0: only the global limits).
+	MaxConcurrentWorkers int `json:"maxConcurrentWorkers,omitempty"`
+	MaxConcurrentJobs    int `json:"maxConcurrentJobs,omitempty"`
+}
+
+// WorkerSpec says how a worker (or a job) runs.
+type WorkerSpec struct {
+	// Command is the argv run by the local runtime.
+	Command []string `json:"command,omitempty"`
+	// Image is used by a cluster runtime.
+	Image string            `json:"image,omitempty"`
+	Env   map[string]string `json:"env,omitempty"`
+	// Workspace is the working directory, relative to the workspace.
+	Workspace string    `json:"workspace,omitempty"`
+	Timeout   *Duration `json:"timeout,omitempty"`
+}
+
+// PermissionRule grants verbs on kinds.
+type PermissionRule struct {
+	Kinds []string `json:"kinds"`
+	Verbs []string `json:"verbs"`
+}
+
+// EventSubscription matches events: source equal; type listed or "*";
+// qualifiers equal; the subscription's labels a subset of the event's.
+type EventSubscription struct {
+	Source     string            `json:"source"`
+	Types      []string          `json:"types"`
+	Qualifiers map[string]string `json:"qualifiers,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+}
+
+// Event is one occurrence for a project, and the state of its worker and
+// jobs.
+type Event struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata"`
+	Spec       EventSpec   `json:"spec"`
+	Status     EventStatus `json:"status,omitzero"`
+}
+
+// EventSpec is what happened and how its worker runs.
+type EventSpec struct {
+	Project    string            `json:"project,omitempty"`
+	Source     string            `json:"source"`
+	Type       string            `json:"type"`
+	Qualifiers map[string]string `json:"qualifiers,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	Payload    string            `json:"payload,omitempty"`
+	ShortTitle string            `json:"shortTitle,omitempty"`
+	// Worker is copied from the project's template at creation.
+	Worker WorkerSpec `json:"worker,omitzero"`
+}
+
+// EventStatus is the state of the event's worker and jobs.
+type EventStatus struct {
+	Worker WorkerStatus `json:"worker,omitzero"`
+	Jobs   []JobStatus  `json:"jobs,omitempty"`
+}
+
+// WorkerStatus is the state of a worker.
+type WorkerStatus struct {
+	Phase   EventPhase `json:"phase,omitempty"`
+	Started time.Time  `json:"started,omitzero"`
+	Ended   time.Time  `json:"ended,omitzero"`
+	Reason  string     `json:"reason,omitempty"`
+	// ExitCode is set once the worker has exited.
+	ExitCode *int `json:"exitCode,omitempty"`
+}
+
+// JobStatus is a job's spec and state.
+type JobStatus struct {
+	Name     string     `json:"name"`
+	Spec     WorkerSpec `json:"spec"`
+	Phase    EventPhase `json:"phase,omitempty"`
+	Started  time.Time  `json:"started,omitzero"`
+	Ended    time.Time  `json:"ended,omitzero"`
+	Reason   string     `json:"reason,omitempty"`
+	ExitCode *int       `json:"exitCode,omitempty"`
+}
