@@ -40,13 +40,20 @@ func startServer(b *testing.B) (*daemon.Daemon, client.Interface) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = d.Stop() })
+	return d, httpClient(b, d)
+}
+
+// httpClient is an admin client of d over HTTP, keeping enough idle
+// connections for 256 concurrent requests.
+func httpClient(b *testing.B, d *daemon.Daemon) client.Interface {
+	b.Helper()
 	c, err := client.NewHTTP(client.Config{Server: d.URL(), Token: d.Token(), HTTPClient: &http.Client{
 		Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256},
 	}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return d, c
+	return c
 }
 
 // value gives a benchmark secret its one value, written as stringData.

@@ -1,0 +1,245 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controllers"
+	"cairn.dev/cairn/daemon"
+	"cairn.dev/cairn/internal/testkit"
+)
+
+// The deployment benchmarks: root installations whose blueprint renders an
+// execution of three mock deploy items (b and c depend on a), created at
+// once over HTTP, and a chain of installations each importing the
+// previous one's export.
+
+// threeItems renders a, then b and c after a; a exports its port.
+const threeItems = `deployItems:
+- name: a
+  type: mock
+  config: {phase: Succeeded, export: {port: 5432}}
+- name: b
+  type: mock
+  dependsOn: [a]
+  config: {phase: Succeeded}
+- name: c
+  type: mock
+  dependsOn: [a]
+  config: {phase: Succeeded}
+`
+
+// startDeployServer runs a server with every controller and no namespace
+// limits (10,000 installations make some 100,000 objects).
+func startDeployServer(b *testing.B) (*daemon.Daemon, client.Interface) {
+	b.Helper()
+	d, err := daemon.Start(context.Background(), daemon.Options{
+		Listen: "127.0.0.1:0", DataDir: filepath.Join(b.TempDir(), "data"),
+		Controllers: controllers.List(controllers.Config{GCWorkers: 32}), NamespaceMaxObjects: -1, NamespaceMaxBytes: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = d.Stop() })
+	return d, httpClient(b, d)
+}
+
+// installation builds a root installation with an inline blueprint.
+func installation(b *testing.B, name string, spec api.InstallationSpec) *api.Object {
+	b.Helper()
+	obj, err := api.FromResource(&api.Installation{
+		TypeMeta:   api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindInstallation},
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"bench": "deploy"}},
+		Spec:       spec,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return obj
+}
+
+// phaseOf reads an installation's phase.
+func phaseOf(obj *api.Object) api.InstallationPhase {
+	var inst api.Installation
+	if obj.Into(&inst) != nil {
+		return ""
+	}
+	return inst.Status.Phase
+}
+
+// awaitInstallations watches installations from rv until want of them are
+// Succeeded (with their generation observed); any Failed one ends the
+// benchmark.
+func awaitInstallations(b *testing.B, c client.Interface, rv string, want int, timeout time.Duration) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	w, err := c.Watch(ctx, api.KindInstallation, "default", api.ListOptions{ResourceVersion: rv, LabelSelector: "bench=deploy"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	done := map[string]bool{}
+	for ev := range w.Events() {
+		if ev.Object == nil || ev.Type == api.Bookmark {
+			continue
+		}
+		var inst api.Installation
+		if ev.Object.Into(&inst) != nil {
+			continue
+		}
+		switch {
+		case inst.Status.Phase == api.InstallationFailed:
+			b.Fatalf("installation %s failed: %+v", inst.Name, inst.Status.LastError)
+		case inst.Status.Phase == api.InstallationSucceeded && inst.Status.ObservedGeneration == inst.Generation:
+			done[inst.Name] = true
+		}
+		if len(done) == want {
+			return
+		}
+	}
+	b.Fatalf("only %d of %d installations succeeded: %v", len(done), want, w.Err())
+}
+
+// revision is the store's current revision, as a list reports it.
+func revision(b *testing.B, c client.Interface) int64 {
+	b.Helper()
+	l, err := c.List(context.Background(), api.KindNamespace, "", api.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rv int64
+	if _, err := fmt.Sscan(l.ResourceVersion, &rv); err != nil {
+		b.Fatal(err)
+	}
+	return rv
+}
+
+// BenchmarkInstallations10k: 10,000 root installations, each rendering an
+// execution with 3 mock deploy items, created at once over HTTP: the time
+// until all are Succeeded, the store writes per converged installation,
+// then the time until deleting them all has removed everything they owned.
+func BenchmarkInstallations10k(b *testing.B) {
+	const n = 10000
+	_, c := startDeployServer(b)
+	ctx := context.Background()
+	spec := api.InstallationSpec{Blueprint: api.BlueprintReference{Inline: &api.BlueprintSpec{
+		DeployExecutions: []api.TemplateExecutor{{Name: "items", Type: api.TemplateGo, Template: threeItems}},
+	}}}
+	for iter := 0; iter < b.N; iter++ {
+		rv0 := revision(b, c)
+		start := time.Now()
+		concurrently(b, 32, n/32+1, func(w, i int) error {
+			k := w*(n/32+1) + i
+			if k >= n {
+				return nil
+			}
+			_, err := c.Create(ctx, installation(b, fmt.Sprintf("i%d-%d", iter, k), spec))
+			return err
+		})
+		awaitInstallations(b, c, fmt.Sprint(rv0), n, 10*time.Minute)
+		converged := time.Since(start)
+		writes := revision(b, c) - rv0
+		b.ReportMetric(converged.Seconds(), "s/converge")
+		b.ReportMetric(float64(writes)/n, "writes/installation")
+
+		start = time.Now()
+		deleteAll(b, c, api.KindInstallation, "bench=deploy")
+		for _, kind := range []string{api.KindInstallation, api.KindExecution, api.KindDeployItem, api.KindDataObject} {
+			testkit.EventuallyNil(b, 10*time.Minute, "every "+kind+" to be gone", func() error {
+				l, err := c.List(ctx, kind, "default", api.ListOptions{Limit: 1})
+				if err == nil && len(l.Items) > 0 {
+					err = fmt.Errorf("%ss left", kind)
+				}
+				return err
+			})
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "s/delete")
+	}
+}
+
+// deleteAll deletes every object of kind matching selector, 32 at a time.
+func deleteAll(b *testing.B, c client.Interface, kind, selector string) {
+	b.Helper()
+	ctx := context.Background()
+	l, err := c.List(ctx, kind, "default", api.ListOptions{LabelSelector: selector})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	names := make(chan string)
+	for w := 0; w < 32; w++ {
+		wg.Go(func() {
+			for name := range names {
+				if _, _, err := c.Delete(ctx, kind, "default", name, api.DeleteOptions{}); err != nil && !errors.Is(err, api.ErrNotFound) {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	for _, o := range l.Items {
+		names <- o.Name
+	}
+	close(names)
+	wg.Wait()
+	if failed.Load() > 0 {
+		b.Fatalf("%d deletes failed", failed.Load())
+	}
+}
+
+// BenchmarkSiblingChain: installations in a chain, each importing the
+// previous one's export (root installations: their exports are
+// DataObjects of the namespace). Reports the time until the last one has
+// succeeded for chains of 10, 50 and 100.
+func BenchmarkSiblingChain(b *testing.B) {
+	for _, length := range []int{10, 50, 100} {
+		b.Run(fmt.Sprint(length), func(b *testing.B) {
+			_, c := startDeployServer(b)
+			ctx := context.Background()
+			for iter := 0; iter < b.N; iter++ {
+				rv0 := revision(b, c)
+				start := time.Now()
+				for i := 0; i < length; i++ {
+					if _, err := c.Create(ctx, installation(b, fmt.Sprintf("c%d-%d", iter, i), chainSpec(iter, i))); err != nil {
+						b.Fatal(err)
+					}
+				}
+				awaitInstallations(b, c, fmt.Sprint(rv0), length, 10*time.Minute)
+				b.ReportMetric(time.Since(start).Seconds(), "s/chain")
+				deleteAll(b, c, api.KindInstallation, "bench=deploy")
+			}
+		})
+	}
+}
+
+// chainSpec is link i of chain iter: it imports link i-1's export as
+// "in" (none for the first) and exports in+1 as "out".
+func chainSpec(iter, i int) api.InstallationSpec {
+	bp := &api.BlueprintSpec{
+		Exports:          []api.ParameterDefinition{{Name: "out", Schema: json.RawMessage(`{"type":"integer"}`)}},
+		DeployExecutions: []api.TemplateExecutor{{Name: "items", Template: "deployItems:\n- name: a\n  type: mock\n  config: {phase: Succeeded}\n"}},
+		ExportExecutions: []api.TemplateExecutor{{Name: "out", Template: "exports:\n  out: {{ add1 (.imports.in | default 0) }}\n"}},
+	}
+	spec := api.InstallationSpec{
+		Blueprint: api.BlueprintReference{Inline: bp},
+		Exports:   api.InstallationExports{Data: []api.DataExport{{Name: "out", DataRef: fmt.Sprintf("chain%d-%d", iter, i)}}},
+	}
+	if i > 0 {
+		bp.Imports = []api.ParameterDefinition{{Name: "in", Schema: json.RawMessage(`{"type":"integer"}`)}}
+		spec.Imports.Data = []api.DataImport{{Name: "in", DataRef: fmt.Sprintf("chain%d-%d", iter, i-1)}}
+	}
+	return spec
+}
