@@ -171,7 +171,10 @@ func TestApply_ExamplesStayValid(t *testing.T) {
 		{"demo.yaml", "namespace/demo unchanged\nsecret/registry-pull created\nsecret/webhook created\n"},
 		{"lease.yaml", "lease/report-generator created\n"},
 		{"team.yaml", "namespace/team-a created\nsecret/api-key created\n"},
-		{"", "namespace/demo unchanged\nsecret/registry-pull unchanged\nsecret/webhook unchanged\nlease/report-generator unchanged\nnamespace/demo unchanged\nsecret/db-credentials unchanged\nnamespace/team-a unchanged\nsecret/api-key unchanged\n"},
+		{"shop.yaml", "namespace/shop created\nsecret/db-password created\nblueprint/database created\nblueprint/app created\ninstallation/shop created\n"},
+		{"", "namespace/demo unchanged\nsecret/registry-pull unchanged\nsecret/webhook unchanged\nlease/report-generator unchanged\nnamespace/demo unchanged\nsecret/db-credentials unchanged\n" +
+			"namespace/shop unchanged\nsecret/db-password unchanged\nblueprint/database unchanged\nblueprint/app unchanged\ninstallation/shop unchanged\n" +
+			"namespace/team-a unchanged\nsecret/api-key unchanged\n"},
 	}
 	for _, st := range steps {
 		r := clitest.Run(t, srv.URL, srv.Token, "apply", "-f", filepath.Join(examples, st.file))
