@@ -139,7 +139,9 @@ func TestGet_Errors(t *testing.T) {
 		want string
 		out  string
 	}{
-		{"unknown kind", []string{"get", "gadgets"}, `unknown kind "gadgets": the server serves Lease, Namespace (ns), Secret`, ""},
+		{"unknown kind", []string{"get", "gadgets"}, `unknown kind "gadgets": the server serves `, ""},
+		{"unknown kind lists namespaces", []string{"get", "gadgets"}, `Namespace (ns), `, ""},
+		{"unknown kind lists secrets", []string{"get", "gadgets"}, `, Secret`, ""},
 		{"missing object after found ones", []string{"get", "secret", "db", "nope"}, `"nope" not found`, "db "},
 		{"bad output", []string{"get", "secrets", "-o", "xml"}, `unknown output format "xml"`, ""},
 		{"bad selector", []string{"get", "secrets", "-l", "a in (b"}, "Error: ", ""},
