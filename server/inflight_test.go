@@ -15,6 +15,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	cairnclient "cairn.dev/cairn/client"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/informer"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/kinds"
@@ -251,12 +252,25 @@ func TestWatch_InformerThatFallsBehindResumesAndMissesNothing(t *testing.T) {
 	// While its handler is stuck, 19 MB of changes arrive: the client's
 	// and the server's buffers fill, and the registry ends the watch for
 	// being too far behind (the server still waits to write what it has,
-	// then the ERROR event).
-	const n = 300
-	names := createObjects(t, s, testkit.KindWidget, "b", n, 64<<10)
-	testkit.Eventually(t, 20*time.Second, "the registry to end the watcher", func() bool {
-		return len(goroutinesIn("watchcache.(*cacheWatcher).run")) == 0
-	})
+	// then the ERROR event). The registry counts how many changes arrived since the oldest event
+	// its client has not taken was sent: when the creates outrun the
+	// watch, the last ones may be sent before its channel fills. So
+	// changes keep arriving, one by one, until the watcher is ended.
+	names := createObjects(t, s, testkit.KindWidget, "b", 300, 64<<10)
+	sys := identity.With(testkit.Context(t), identity.System())
+	deadline := time.Now().Add(60 * time.Second)
+	for i := 0; len(goroutinesIn("watchcache.(*cacheWatcher).run")) > 0; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("the registry did not end the watcher after %d more changes", i)
+		}
+		name := fmt.Sprintf("c%04d", i)
+		if _, err := s.Registry.Create(sys, testkit.Widget("default", name, testkit.SpecOf(map[string]string{"v": "x"}))); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+		time.Sleep(20 * time.Millisecond)
+	}
+	n := len(names)
 	if s.API.OpenWatches() != 1 {
 		t.Fatalf("%d watches open, want the informer's, still writing", s.API.OpenWatches())
 	}
