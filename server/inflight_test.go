@@ -217,9 +217,12 @@ func smallBufferClient(t testing.TB, s *servertest.Server) cairnclient.Interface
 }
 
 func TestWatch_InformerThatFallsBehindResumesAndMissesNothing(t *testing.T) {
+	// The server's write timeout is set past the test's length: the
+	// stalled client is to be ended by the registry, not cut by the server.
 	s := servertest.Start(t,
 		servertest.WithKinds(append(kinds.All(kinds.Deps{}), testkit.WidgetKind())...),
-		servertest.WithRegistryOptions(func(o *registry.Options) { o.WatchBacklog = 20 }))
+		servertest.WithRegistryOptions(func(o *registry.Options) { o.WatchBacklog = 20 }),
+		servertest.WithServerOptions(func(o *server.Options) { o.WriteTimeout = 10 * time.Minute }))
 	inf := informer.New(smallBufferClient(t, s), testkit.KindWidget, "default",
 		informer.Options{MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
 	gate := make(chan struct{})
