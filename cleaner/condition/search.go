@@ -13,15 +13,17 @@ const (
 	// period instead.
 	Horizon = 365 * 24 * time.Hour
 	// Precision is how close the time found is to the true earliest one:
-	// at most this much later, never earlier. The search takes
-	// log2(Horizon/Precision) ≈ 25 evaluations.
+	// the search narrows it to within Precision, never earlier, and rounds
+	// it up to a whole Precision, so it is at most two Precisions later.
+	// The search takes log2(Horizon/Precision) ≈ 25 evaluations.
 	Precision = time.Second
 )
 
 // EarliestTrue searches (from, from+Horizon] for the earliest time at
 // which every condition holds over vars, assuming they are monotonic in
 // `time` (false, then true for ever after, the targets unchanged). It
-// returns a time at most Precision after that earliest one, and true; or
+// returns a time at most 2×Precision after that earliest one (a whole
+// second), and true; or
 // false when the conditions do not all hold at from+Horizon, or when any
 // evaluation fails (the caller then falls back to its retry period). For
 // conditions that are not monotonic the time found is merely one at which
@@ -56,6 +58,11 @@ func (s *Set) EarliestTrue(ctx context.Context, vars map[string]any, from time.T
 		} else {
 			lo = mid
 		}
+	}
+	// Rounded up to a whole Precision (still a time they hold at), so the
+	// time written in status reads well.
+	if r := hi.Truncate(Precision); r.Before(hi) {
+		hi = r.Add(Precision)
 	}
 	return hi, true
 }
