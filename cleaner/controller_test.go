@@ -138,7 +138,7 @@ func TestCleaner_WritesEachFailureInStatusAndKeepsWorking(t *testing.T) {
 		spec                  api.CleanerSpec
 	}{
 		{"unresolvable", api.CleanerReasonUnresolvableTarget, "does not serve the kind DataObject", api.CleanerSpec{
-			Targets: []api.CleanerTarget{{Name: "d", Reference: api.TargetReference{Kind: api.KindDataObject, Name: "d"}}},
+			Targets:    []api.CleanerTarget{{Name: "d", Reference: api.TargetReference{Kind: api.KindDataObject, Name: "d"}}},
 			Conditions: []string{`d == null`}}},
 		{"evaluation-error", api.CleanerReasonEvaluationError, "condition 1: condition: evaluation failed", api.CleanerSpec{
 			Targets: []api.CleanerTarget{secretTarget("s", "s", false)}, Conditions: []string{`true`, `s.spec.missing == 1`}}},
