@@ -214,3 +214,38 @@ func (h hideKind) Kinds(ctx context.Context) ([]api.KindInfo, error) {
 	}
 	return out, err
 }
+
+func TestCleaner_RestartKeepsTheScheduleAndEvaluatesOverdueOnesAtOnce(t *testing.T) {
+	e := newEnv(t)
+	r1 := e.start(nil)
+	e.secret("s", testkit.Labels("preview", "open"))
+	e.secret("t", testkit.Labels("preview", "closed"))
+	e.createCleaner("later", api.CleanerSpec{Targets: []api.CleanerTarget{secretTarget("s", "s", true)}, Conditions: []string{closed}})
+	const ttl = 6 * time.Second
+	overdue := e.createCleaner("overdue", api.CleanerSpec{TTL: api.Duration{Duration: ttl},
+		Targets: []api.CleanerTarget{secretTarget("s", "t", true)}, Conditions: []string{closed}})
+	later := e.waitPhase("later", api.CleanerPending)
+	e.waitPhase("overdue", api.CleanerWaiting)
+	r1.stop()
+	if e.gone(api.KindCleaner, "overdue") {
+		t.Fatalf("the first controller acted on overdue: its TTL (%s) passed before it stopped", ttl)
+	}
+	due := overdue.CreationTimestamp.Add(ttl)
+	testkit.Eventually(t, wait, "overdue's time passing while no controller runs", func() bool { return time.Now().After(due) })
+
+	r2 := e.start(nil)
+	want := *later.Status.NextScheduledEvaluation
+	if at, ok := r2.ctl.Schedule().When(ns + "/later"); !ok || !at.Equal(want) {
+		t.Fatalf("after the restart later is scheduled at %s (%v), want %s from its status", at, ok, want)
+	}
+	testkit.Eventually(t, wait, "overdue evaluated at once after the restart", func() bool {
+		return e.gone(api.KindSecret, "t") && e.gone(api.KindCleaner, "overdue")
+	})
+	got, err := e.getCleaner("later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Status.LastEvaluation.Time.Equal(later.Status.LastEvaluation.Time) {
+		t.Fatalf("later was evaluated again at %s: a restart must keep its schedule", got.Status.LastEvaluation.Time)
+	}
+}
