@@ -80,8 +80,10 @@ type Controller struct {
 	mu sync.Mutex
 	// watched holds the target kinds whose informer has our handler.
 	watched map[string]*informer.Informer
-	// programs caches compiled conditions by Cleaner uid.
+	// programs caches compiled conditions by Cleaner uid (and generation);
+	// compiler shares them among Cleaners with the same conditions.
 	programs map[string]compiled
+	compiler *condition.Compiler
 	// toWatch holds kinds asked for by handlers, watched by Run's loop.
 	toWatch map[string]bool
 	wakeW   chan struct{}
@@ -112,6 +114,7 @@ func New(c client.Interface, opts Options) *Controller {
 	return &Controller{
 		c: c, opts: opts, log: opts.Logger.With("controller", "cleaner"), sched: NewSchedule(),
 		factory: opts.Informers, watched: map[string]*informer.Informer{}, programs: map[string]compiled{},
+		compiler: condition.NewCompiler(),
 		toWatch: map[string]bool{}, wakeW: make(chan struct{}, 1),
 	}
 }
@@ -226,7 +229,7 @@ func (c *Controller) programsFor(cl *api.Cleaner) (*condition.Set, error) {
 			vars = append(vars, t.Name)
 		}
 	}
-	set, issues, err := condition.Compile(vars, cl.Spec.Conditions)
+	set, issues, err := c.compiler.Compile(vars, cl.Spec.Conditions)
 	if err == nil && len(issues) > 0 {
 		err = issues[0]
 	}

@@ -44,6 +44,7 @@ func Cleaner(d Deps) registry.Kind {
 		once       sync.Once
 		namespaced map[string]bool // served kind → namespaced
 	)
+	compiler := condition.NewCompiler()
 	served := func() map[string]bool {
 		once.Do(func() {
 			namespaced = map[string]bool{}
@@ -65,7 +66,7 @@ func Cleaner(d Deps) registry.Kind {
 		},
 		Default: defaultCleaner,
 		Validate: func(_ context.Context, _ *registry.Admission, c *api.Cleaner) field.ErrorList {
-			return ValidateCleaner(c, served())
+			return validateCleaner(c, served(), compiler)
 		},
 	})
 }
@@ -89,6 +90,10 @@ func defaultCleaner(c *api.Cleaner) {
 // targets; the error names the condition's index and the line and column
 // of the problem).
 func ValidateCleaner(c *api.Cleaner, served map[string]bool) field.ErrorList {
+	return validateCleaner(c, served, condition.NewCompiler())
+}
+
+func validateCleaner(c *api.Cleaner, served map[string]bool, compiler *condition.Compiler) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	if c.Spec.TTL.Duration < 0 {
@@ -135,7 +140,7 @@ func ValidateCleaner(c *api.Cleaner, served map[string]bool) field.ErrorList {
 		// be declared.
 		return errs
 	}
-	_, issues, err := condition.Compile(vars, c.Spec.Conditions)
+	_, issues, err := compiler.Compile(vars, c.Spec.Conditions)
 	if err != nil {
 		return append(errs, field.InternalError(spec.Child("conditions"), err))
 	}
