@@ -115,7 +115,7 @@ func New(c client.Interface, opts Options) *Controller {
 		c: c, opts: opts, log: opts.Logger.With("controller", "cleaner"), sched: NewSchedule(),
 		factory: opts.Informers, watched: map[string]*informer.Informer{}, programs: map[string]compiled{},
 		compiler: condition.NewCompiler(),
-		toWatch: map[string]bool{}, wakeW: make(chan struct{}, 1),
+		toWatch:  map[string]bool{}, wakeW: make(chan struct{}, 1),
 	}
 }
 
