@@ -134,7 +134,7 @@ func (c *countStatus) UpdateStatus(ctx context.Context, obj *api.Object) (*api.O
 // BenchmarkCleaners100k: 100,000 Cleaners (CAIRN_BENCH_CLEANERS to change
 // the count) created while no controller runs, each with a TTL that has
 // passed by the time the controller starts and one condition over one
-// target (an Installation; 100 of them, shared) that is false. From the
+// target (an Installation; 100 per namespace, shared) that is false. From the
 // controller's start: every Cleaner restored, evaluated and its status
 // (Pending, next evaluation) written through the in-process client to the
 // embedded etcd. Reports evaluations/s (each includes its status write)
@@ -144,17 +144,25 @@ func BenchmarkCleaners100k(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("CAIRN_BENCH_CLEANERS")); err == nil && v > 0 {
 		n = v
 	}
-	const targets = 100
+	// A namespace holds at most 50,000 objects by default: the Cleaners
+	// spread over four, each with its 100 targets.
+	const targets, namespaces = 100, 4
+	nsOf := func(k int) string { return fmt.Sprintf("cleaners-%d", k%namespaces) }
 	for range b.N {
 		ts := servertest.Start(b)
 		c := local.New(ts.Registry, identity.System())
 		ctx := context.Background()
-		for i := range targets {
-			o := benchInstallation(fmt.Sprintf("preview-%d", i))
-			o.UID, o.ResourceVersion, o.CreationTimestamp = "", "", time.Time{}
-			o.SetField(api.FieldStatus, nil)
-			if _, err := c.Create(ctx, o); err != nil {
+		for n := range namespaces {
+			if _, err := c.Create(ctx, testkit.Object(api.KindNamespace, "", nsOf(n))); err != nil {
 				b.Fatal(err)
+			}
+			for i := range targets {
+				o := benchInstallation(fmt.Sprintf("preview-%d", i))
+				o.Namespace, o.UID, o.ResourceVersion, o.CreationTimestamp = nsOf(n), "", "", time.Time{}
+				o.SetField(api.FieldStatus, nil)
+				if _, err := c.Create(ctx, o); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 		cleaners := client.For[*api.Cleaner](c)
@@ -164,7 +172,7 @@ func BenchmarkCleaners100k(b *testing.B) {
 			if k >= n {
 				return nil
 			}
-			_, err := cleaners.Create(ctx, &api.Cleaner{ObjectMeta: api.ObjectMeta{Name: fmt.Sprintf("c-%d", k), Namespace: "default"},
+			_, err := cleaners.Create(ctx, &api.Cleaner{ObjectMeta: api.ObjectMeta{Name: fmt.Sprintf("c-%d", k), Namespace: nsOf(k)},
 				Spec: api.CleanerSpec{TTL: api.Duration{Duration: time.Second}, Retry: api.CleanerRetry{Period: api.Duration{Duration: time.Hour}},
 					Targets: []api.CleanerTarget{{Name: "inst", Reference: api.TargetReference{Kind: api.KindInstallation,
 						Name: fmt.Sprintf("preview-%d", k%targets)}}},
