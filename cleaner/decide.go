@@ -74,6 +74,15 @@ func TTLExpiry(c *api.Cleaner) time.Time {
 	return c.CreationTimestamp.Add(c.Spec.TTL.Duration)
 }
 
+// ceilSecond rounds t up to a whole second: scheduled times read well in
+// status, and an evaluation is never earlier than asked for.
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); r.Before(t) {
+		return r.Add(time.Second)
+	}
+	return t
+}
+
 // period is c's retry.period, at least a second.
 func period(c *api.Cleaner) time.Duration {
 	return max(c.Spec.Retry.Period.Duration, time.Second)
@@ -83,6 +92,8 @@ func period(c *api.Cleaner) time.Duration {
 //
 //  1. not found (or being deleted) → drop;
 //  2. TTL not passed → wait until creation + ttl;
+//
+// (every time scheduled is rounded up to a whole second)
 //  3. resolve the targets; one that cannot be read → retry after
 //     retry.period, phase Failed (UnresolvableTarget);
 //  4. evaluate every condition; one that fails or is not a boolean →
@@ -98,9 +109,9 @@ func Decide(ctx context.Context, in Input) Decision {
 		return Decision{Action: ActDrop}
 	}
 	if at := TTLExpiry(c); in.Now.Before(at) {
-		return Decision{Action: ActWait, At: at, Why: WhyTTL, Phase: api.CleanerWaiting}
+		return Decision{Action: ActWait, At: ceilSecond(at), Why: WhyTTL, Phase: api.CleanerWaiting}
 	}
-	retry := Decision{Action: ActRetry, At: in.Now.Add(period(c)), Why: WhyPeriod, Phase: api.CleanerPending}
+	retry := Decision{Action: ActRetry, At: ceilSecond(in.Now.Add(period(c))), Why: WhyPeriod, Phase: api.CleanerPending}
 	fail := func(d Decision, reason, msg string) Decision {
 		d.Phase = api.CleanerFailed
 		d.LastError = &api.LastError{Reason: reason, Message: msg, Time: in.Now}

@@ -34,13 +34,27 @@ type env struct {
 	t  testing.TB
 	ts *servertest.Server
 	c  client.Interface
+	// traces is where the controllers started by start record, and what
+	// the server's trace endpoint (`cairn explain`) serves.
+	traces *trace.Store
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	ts := servertest.Start(t)
-	return &env{t: t, ts: ts, c: local.New(ts.Registry, identity.System())}
+	traces := trace.NewStore(10, 1000)
+	ts := servertest.Start(t, servertest.WithTraces(leading{traces}))
+	return &env{t: t, ts: ts, c: local.New(ts.Registry, identity.System()), traces: traces}
 }
+
+// leading serves the env's traces as the process leading the controllers.
+type leading struct{ s *trace.Store }
+
+func (l leading) Trace(kind, ns, name string) (*api.Trace, bool) {
+	tr, _ := l.s.Get(kind, ns, name)
+	return tr, true
+}
+
+func (leading) Leader(context.Context) (string, error) { return "", nil }
 
 // running is one controller run.
 type running struct {
@@ -56,7 +70,7 @@ func (e *env) start(c client.Interface) *running {
 	if c == nil {
 		c = e.c
 	}
-	traces := trace.NewStore(10, 1000)
+	traces := e.traces
 	ctl := cleaner.New(c, cleaner.Options{Logger: testLogger(), Traces: traces})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
