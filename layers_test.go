@@ -71,7 +71,7 @@ var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest"
 // testOnly may additionally be imported by tests.
 var testOnly = append(slices.Clone(testSupport),
 	"api", "kinds", "registry", "server", "store", "daemon", "leader", "client", "client/local", "informer",
-	"controller", "gc", "cleaner", "identity", "auth", "authz", "trace", "lease", "manager", "controllers", "runtime")
+	"controller", "gc", "cleaner", "cleaner/condition", "identity", "auth", "authz", "trace", "lease", "manager", "controllers", "runtime")
 
 // storeSide lists the only packages that may link the store, by importing
 // registry, store or server. Every other package — the client, informer,
