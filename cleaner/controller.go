@@ -36,7 +36,8 @@ type Options struct {
 	// Logger receives the controller's logs; default slog.Default().
 	Logger *slog.Logger
 	// Metrics, when set, receives the work queue metrics of the "cleaner"
-	// controller.
+	// controller and its own: cairn_cleaner_scheduled,
+	// cairn_cleaner_evaluations_total{result}, cairn_cleaner_deletions_total.
 	Metrics prometheus.Registerer
 	// Informers is the process's shared informer factory (the manager's).
 	// Nil gives the controller a factory of its own, run by Run.
@@ -68,6 +69,7 @@ type Controller struct {
 	c     client.Interface
 	opts  Options
 	log   *slog.Logger
+	m     *metrics
 	sched *Schedule
 
 	factory  *informer.Factory
@@ -111,8 +113,9 @@ func New(c client.Interface, opts Options) *Controller {
 	if opts.SyncTimeout <= 0 {
 		opts.SyncTimeout = 30 * time.Second
 	}
+	log := opts.Logger.With("controller", "cleaner")
 	return &Controller{
-		c: c, opts: opts, log: opts.Logger.With("controller", "cleaner"), sched: NewSchedule(),
+		c: c, opts: opts, log: log, m: newMetrics(opts.Metrics, log), sched: NewSchedule(),
 		factory: opts.Informers, watched: map[string]*informer.Informer{}, programs: map[string]compiled{},
 		compiler: condition.NewCompiler(),
 		toWatch:  map[string]bool{}, wakeW: make(chan struct{}, 1),

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cleaner"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/internal/testkit"
 )
@@ -258,4 +261,62 @@ func afterPeriod(ev *api.CleanerEvaluation, next *time.Time) bool {
 	}
 	d := next.Sub(ev.Time)
 	return d >= time.Hour && d < time.Hour+time.Second && next.Equal(next.Truncate(time.Second))
+}
+
+func TestCleaner_CountsEvaluationsDeletionsAndTheScheduleInMetrics(t *testing.T) {
+	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	e.startWith(nil, cleaner.Options{Metrics: reg})
+	e.secret("s", testkit.Labels("preview", "closed"))
+	e.secret("o", testkit.Labels("preview", "open"))
+	e.createCleaner("acts", api.CleanerSpec{Targets: []api.CleanerTarget{secretTarget("s", "s", true)}, Conditions: []string{closed}})
+	e.createCleaner("waits", api.CleanerSpec{Targets: []api.CleanerTarget{secretTarget("s", "o", false)}, Conditions: []string{closed}})
+	e.waitPhase("waits", api.CleanerPending)
+	testkit.Eventually(t, wait, "the first cleaner acting", func() bool { return e.gone(api.KindCleaner, "acts") })
+	want := map[string]float64{
+		`cairn_cleaner_evaluations_total{result="true"}`:  1,
+		`cairn_cleaner_evaluations_total{result="false"}`: 1,
+		`cairn_cleaner_deletions_total`:                   2, // the secret, then the cleaner
+		`cairn_cleaner_scheduled`:                         1,
+	}
+	testkit.EventuallyNil(t, wait, "the metrics", func() error {
+		got, err := gathered(reg)
+		if err != nil {
+			return err
+		}
+		for k, v := range want {
+			if got[k] < v {
+				return fmt.Errorf("%s = %v, want at least %v (all: %v)", k, got[k], v, got)
+			}
+		}
+		return nil
+	})
+}
+
+// gathered reads reg's counters and gauges as "name{label="v"}" → value.
+func gathered(reg *prometheus.Registry) (map[string]float64, error) {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			if len(labels) > 0 {
+				name += "{" + strings.Join(labels, ",") + "}"
+			}
+			switch {
+			case m.GetCounter() != nil:
+				out[name] = m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				out[name] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out, nil
 }

@@ -67,11 +67,18 @@ type running struct {
 // until the returned stop is called or the test ends.
 func (e *env) start(c client.Interface) *running {
 	e.t.Helper()
+	return e.startWith(c, cleaner.Options{})
+}
+
+// startWith is start with opts (its logger and traces set here).
+func (e *env) startWith(c client.Interface, opts cleaner.Options) *running {
+	e.t.Helper()
 	if c == nil {
 		c = e.c
 	}
 	traces := e.traces
-	ctl := cleaner.New(c, cleaner.Options{Logger: testLogger(), Traces: traces})
+	opts.Logger, opts.Traces = testLogger(), traces
+	ctl := cleaner.New(c, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ctl.Run(ctx) }()

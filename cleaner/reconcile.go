@@ -51,6 +51,8 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	d := Decide(ctx, in)
 	explain(ctx, cl, d, now)
+	c.m.evaluated(d)
+	defer func() { c.m.setScheduled(c.sched.Len()) }()
 
 	switch d.Action {
 	case ActDrop:
@@ -91,6 +93,7 @@ func (c *Controller) deleteAll(ctx context.Context, cl *api.Cleaner, res Resolut
 		_, _, err := c.c.Delete(ctx, kind, cl.Namespace, name, api.DeleteOptions{Preconditions: api.Preconditions{UID: uid}})
 		switch {
 		case err == nil:
+			c.m.deleted()
 			trace.Action(ctx, "deleted %s/%s (uid %s)", kind, name, uid)
 		case errors.Is(err, api.ErrNotFound):
 			trace.Check(ctx, "%s/%s is already gone", kind, name)

@@ -124,6 +124,10 @@ func (c *Controller) watch(kind string) (*informer.Informer, error) {
 		return nil, fmt.Errorf("%w: the server does not serve the kind %s", ErrUnresolvable, kind)
 	case !namespaced:
 		return nil, fmt.Errorf("%w: %s is cluster-scoped", ErrUnresolvable, kind)
+	case kind == api.KindCleaner:
+		// Admission refuses it: each evaluation writes a status, so
+		// Cleaners watching Cleaners would wake each other for ever.
+		return nil, fmt.Errorf("%w: a Cleaner cannot target Cleaners", ErrUnresolvable)
 	}
 	c.mu.Lock()
 	inf, ok := c.watched[kind]

@@ -85,7 +85,8 @@ func defaultCleaner(c *api.Cleaner) {
 
 // ValidateCleaner checks a Cleaner's spec against the kinds served (kind
 // name → namespaced): durations, targets (CEL identifiers, not `time`,
-// unique, a served namespaced kind, exactly one of name and matchLabels)
+// unique, a served namespaced kind other than Cleaner, exactly one of name
+// and matchLabels)
 // and conditions (each compiles to a boolean over `time` and the evaluated
 // targets; the error names the condition's index and the line and column
 // of the problem).
@@ -165,6 +166,10 @@ func validateTargetReference(p *field.Path, r api.TargetReference, served map[st
 	case !ns:
 		errs = append(errs, field.Invalid(p.Child("kind"), r.Kind,
 			"is cluster-scoped: a Cleaner's targets are objects of its own namespace"))
+	case r.Kind == api.KindCleaner:
+		// Every evaluation writes the Cleaner's status: Cleaners watching
+		// Cleaners would wake each other for ever.
+		errs = append(errs, field.Invalid(p.Child("kind"), r.Kind, "a Cleaner cannot target Cleaners"))
 	}
 	switch {
 	case r.Name == "" && len(r.MatchLabels) == 0:

@@ -57,6 +57,8 @@ func TestCleaner_AdmissionRejectsBadSpecsWith422NamingTheField(t *testing.T) {
 			invalid: []string{"spec.targets[0].reference.kind", "KnativeService", "Installation"}},
 		{name: "cluster-scoped kind", spec: api.CleanerSpec{Targets: []api.CleanerTarget{cleanerTarget("ns", api.KindNamespace, "default")}},
 			invalid: []string{"spec.targets[0].reference.kind", "cluster-scoped"}},
+		{name: "a cleaner as target", spec: api.CleanerSpec{Targets: []api.CleanerTarget{cleanerTarget("other", api.KindCleaner, "c")}},
+			invalid: []string{"spec.targets[0].reference.kind", "cannot target Cleaners"}},
 		{name: "neither name nor labels", spec: api.CleanerSpec{Targets: []api.CleanerTarget{{Name: "s",
 			Reference: api.TargetReference{Kind: api.KindSecret}}}},
 			invalid: []string{"spec.targets[0].reference", "one of name and matchLabels"}},
