@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/informer"
@@ -149,18 +149,22 @@ func (c *Controller) watch(kind string) (*informer.Informer, error) {
 	c.watched[kind] = inf
 	c.mu.Unlock()
 	// The objects an informer already holds when the handler is added
-	// (and those of its first list) are not changes: Cleaners that
-	// evaluated them are scheduled already, and while the Cleaners of a
-	// restart are scheduled again from their status, an addition must not
-	// evaluate them early. Only later additions count. (An addition
-	// delivered in the instant between AddEventHandler's return and ready
-	// being set is missed; the Cleaner sees it at its next evaluation.)
-	var ready atomic.Bool
+	// (replayed to it by AddEventHandler) and those of its first list are
+	// not changes: Cleaners that evaluated them are scheduled already, and
+	// while the Cleaners of a restart are scheduled again from their
+	// status they must not be evaluated early for nothing. An addition
+	// counts when the informer has synced and the object is newer than
+	// anything the informer had applied before the handler was added.
+	base, _ := strconv.ParseInt(inf.ResourceVersion(), 10, 64)
 	inf.AddEventHandler(informer.Handler{
 		OnAdd: func(o *api.Object) {
-			if ready.Load() && inf.HasSynced() && c.restored.Load() {
-				c.targetChanged(kind, nil, o)
+			if !inf.HasSynced() {
+				return
 			}
+			if rv, err := strconv.ParseInt(o.ResourceVersion, 10, 64); err == nil && rv <= base {
+				return
+			}
+			c.targetChanged(kind, nil, o)
 		},
 		OnUpdate: func(old, o *api.Object) {
 			if old != o { // a resync delivers the same object: not a change
@@ -169,7 +173,6 @@ func (c *Controller) watch(kind string) (*informer.Informer, error) {
 		},
 		OnDelete: func(o *api.Object) { c.targetChanged(kind, o, nil) },
 	})
-	ready.Store(true)
 	return inf, nil
 }
 
