@@ -17,6 +17,9 @@ const (
 	// it up to a whole Precision, so it is at most two Precisions later.
 	// The search takes log2(Horizon/Precision) ≈ 25 evaluations.
 	Precision = time.Second
+	// SearchTimeout bounds the wall time of one whole search (each of its
+	// evaluations is bounded by Timeout too); past it the search gives up.
+	SearchTimeout = time.Second
 )
 
 // EarliestTrue searches (from, from+Horizon] for the earliest time at
@@ -24,11 +27,14 @@ const (
 // `time` (false, then true for ever after, the targets unchanged). It
 // returns a time at most 2×Precision after that earliest one (a whole
 // second), and true; or
-// false when the conditions do not all hold at from+Horizon, or when any
-// evaluation fails (the caller then falls back to its retry period). For
+// false when the conditions do not all hold at from+Horizon, when any
+// evaluation fails, or when the search takes longer than SearchTimeout (the
+// caller then falls back to its retry period). For
 // conditions that are not monotonic the time found is merely one at which
 // they hold, which is harmless: they are evaluated again then.
 func (s *Set) EarliestTrue(ctx context.Context, vars map[string]any, from time.Time) (time.Time, bool) {
+	ctx, cancel := context.WithTimeout(ctx, SearchTimeout)
+	defer cancel()
 	act := activation(s.Vars, vars, from)
 	holds := func(t time.Time) (ok, failed bool) {
 		act[VarTime] = t
