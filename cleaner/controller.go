@@ -31,7 +31,8 @@ import (
 
 // Options configures a Controller. The zero value is usable.
 type Options struct {
-	// Workers is the number of Cleaners reconciled concurrently; default 4.
+	// Workers is the number of Cleaners reconciled concurrently; default 16
+	// (a reconcile mostly waits for its status write to commit).
 	Workers int
 	// Logger receives the controller's logs; default slog.Default().
 	Logger *slog.Logger
@@ -105,7 +106,7 @@ type compiled struct {
 // New builds a controller acting through c. It does nothing until Run.
 func New(c client.Interface, opts Options) *Controller {
 	if opts.Workers <= 0 {
-		opts.Workers = 4
+		opts.Workers = 16
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -151,10 +152,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c.ctrl = controller.New("cleaner", controller.ReconcilerFunc(c.Reconcile), controller.Options{
-		Workers: c.opts.Workers, Logger: c.opts.Logger, Metrics: c.opts.Metrics, Traces: c.opts.Traces,
-		TraceKind: api.KindCleaner,
-	})
 	if c.factory == nil {
 		c.factory = informer.NewFactory(c.c, informer.Options{Logger: c.opts.Logger})
 		c.factory.Start(ctx)
@@ -166,6 +163,10 @@ func (c *Controller) Run(ctx context.Context) error {
 			return fmt.Errorf("cleaner: %w", err)
 		}
 	}
+	c.ctrl = controller.New("cleaner", controller.ReconcilerFunc(c.Reconcile), controller.Options{
+		Workers: c.opts.Workers, Logger: c.opts.Logger, Metrics: c.opts.Metrics, Traces: c.opts.Traces,
+		TraceKind: api.KindCleaner,
+	})
 	c.cleaners.AddEventHandler(informer.Handler{
 		OnAdd:    c.onCleanerAdd,
 		OnUpdate: c.onCleanerUpdate,
