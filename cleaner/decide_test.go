@@ -2,8 +2,10 @@ package cleaner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +196,29 @@ func TestResolve_NamedSelectedMissingAndSecretTargets(t *testing.T) {
 	src.bad = api.KindSecret
 	if _, err := Resolve(c, src); !errors.Is(err, ErrUnresolvable) || !strings.Contains(err.Error(), "target secrets") {
 		t.Errorf("unreadable kind: %v", err)
+	}
+}
+
+func TestValue_IsTheObjectsJSON(t *testing.T) {
+	del := t0.Add(time.Hour)
+	o := object(api.KindInstallation, "preview-42", "i-uid", map[string]string{"preview": "42"})
+	o.APIVersion, o.ResourceVersion, o.Generation, o.CreationTimestamp = api.APIVersion, "17", 3, t0.Add(123456789)
+	o.DeletionTimestamp, o.GenerateName = &del, "preview-"
+	o.Annotations = map[string]string{"a": "b"}
+	o.Finalizers = []string{api.FinalizerCascadeDeletion}
+	o.OwnerReferences = []api.OwnerReference{{APIVersion: api.APIVersion, Kind: "Project", Name: "p", UID: "p-uid", Controller: true}, {Kind: "X", Name: "x", UID: "x"}}
+	o.SetField("spec", []byte(`{"blueprint":{"ref":"bp"},"n":2,"list":[1,"a",null,{"b":true}]}`))
+	o.SetField("status", []byte(`{"phase":"Succeeded"}`))
+	got, err := Value(api.KindInstallation, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(o)
+	var want map[string]any
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Value = %v\nwant    %v", got, want)
 	}
 }

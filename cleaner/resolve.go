@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"cairn.dev/cairn/api"
 )
@@ -143,13 +144,25 @@ const Redacted = "<redacted>"
 // test which keys a Secret has, never what they hold, so no evaluation
 // error or trace can carry a secret value.
 func Value(kind string, o *api.Object) (map[string]any, error) {
-	raw, err := json.Marshal(o)
-	if err != nil {
-		return nil, fmt.Errorf("encode %s %s: %w", o.Kind, o.Name, err)
+	m := make(map[string]any, len(o.Fields)+3)
+	if o.APIVersion != "" {
+		m["apiVersion"] = o.APIVersion
 	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("decode %s %s: %w", o.Kind, o.Name, err)
+	if o.Kind != "" {
+		m["kind"] = o.Kind
+	}
+	m["metadata"] = metaValue(&o.ObjectMeta)
+	for k, raw := range o.Fields {
+		if len(raw) == 0 {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("decode %s of %s %s: %w", k, o.Kind, o.Name, err)
+		}
+		if v != nil {
+			m[k] = v
+		}
 	}
 	if kind == api.KindSecret || o.Kind == api.KindSecret {
 		for _, f := range []string{"data", "stringData"} {
@@ -161,6 +174,66 @@ func Value(kind string, o *api.Object) (map[string]any, error) {
 		}
 	}
 	return m, nil
+}
+
+// metaValue is the metadata as its JSON decodes (what json.Unmarshal of
+// the encoded ObjectMeta into an any gives), built without encoding it: the
+// evaluation path's largest cost otherwise.
+func metaValue(md *api.ObjectMeta) map[string]any {
+	m := map[string]any{}
+	str := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	str("name", md.Name)
+	str("generateName", md.GenerateName)
+	str("namespace", md.Namespace)
+	str("uid", md.UID)
+	str("resourceVersion", md.ResourceVersion)
+	if md.Generation != 0 {
+		m["generation"] = float64(md.Generation)
+	}
+	if !md.CreationTimestamp.IsZero() {
+		m["creationTimestamp"] = md.CreationTimestamp.Format(time.RFC3339Nano)
+	}
+	if md.DeletionTimestamp != nil {
+		m["deletionTimestamp"] = md.DeletionTimestamp.Format(time.RFC3339Nano)
+	}
+	strMap := func(k string, in map[string]string) {
+		if len(in) == 0 {
+			return
+		}
+		out := make(map[string]any, len(in))
+		for k, v := range in {
+			out[k] = v
+		}
+		m[k] = out
+	}
+	strMap("labels", md.Labels)
+	strMap("annotations", md.Annotations)
+	if len(md.Finalizers) > 0 {
+		fs := make([]any, len(md.Finalizers))
+		for i, f := range md.Finalizers {
+			fs[i] = f
+		}
+		m["finalizers"] = fs
+	}
+	if len(md.OwnerReferences) > 0 {
+		refs := make([]any, len(md.OwnerReferences))
+		for i, r := range md.OwnerReferences {
+			ref := map[string]any{"kind": r.Kind, "name": r.Name, "uid": r.UID}
+			if r.APIVersion != "" {
+				ref["apiVersion"] = r.APIVersion
+			}
+			if r.Controller {
+				ref["controller"] = true
+			}
+			refs[i] = ref
+		}
+		m["ownerReferences"] = refs
+	}
+	return m
 }
 
 // selectorString renders labels as "k=v,k2=v2".
