@@ -115,7 +115,7 @@ func (c *Controller) watchLoop(ctx context.Context) {
 
 // watch returns the shared informer of kind with the controller's handler
 // on it, adding the handler the first time. It fails (ErrUnresolvable)
-// for a kind that is not served or not namespaced. It does not wait for
+// for a kind that is not served, not namespaced, or Cleaner. It does not wait for
 // the informer to sync.
 func (c *Controller) watch(kind string) (*informer.Informer, error) {
 	namespaced, ok := c.served[kind]
