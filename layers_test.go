@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"registry":                     {"api", "authz", "identity", "store", "registry/internal/watchcache", "registry/internal/usage", "internal/privfile"},
 	"registry/internal/watchcache": {"api", "store"},
 	"registry/internal/usage":      {"store"},
-	"kinds":                        {"api", "authz", "identity", "registry"},
+	"kinds":                        {"api", "authz", "identity", "registry", "cleaner/condition"},
 	"auth":                         {"api", "identity", "store", "internal/privfile"},
 	"authz":                        {"api", "identity"},
 	"server":                       {"api", "auth", "authz", "identity", "registry", "kinds", "store", "server", "trace"},
@@ -42,10 +42,14 @@ var allowed = map[string][]string{
 	"trace":                        {"api"},
 	"lease":                        {"api", "client"},
 	"manager":                      {"api", "client", "informer", "controller", "trace", "lease", "runtime"},
-	"controllers":                  {"api", "client", "manager", "gc", "informer", "controller", "trace"},
+	"controllers":                  {"api", "client", "manager", "gc", "cleaner", "informer", "controller", "trace"},
 	"gc":                           {"api", "client", "controller", "informer", "manager", "trace"},
 	"runtime":                      {"runtime"},
-	"leader":                       {},
+	// The cleaner's conditions: pure CEL, shared by admission (kinds) and
+	// the controller.
+	"cleaner/condition": {},
+	"cleaner":           {"api", "client", "controller", "informer", "manager", "trace", "cleaner/condition"},
+	"leader":            {},
 	// The process wiring: it builds every layer below the CLI.
 	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "gc", "identity", "kinds",
 		"leader", "lease", "manager", "registry", "runtime", "runtime/local", "server", "store", "trace", "internal/privfile"},
@@ -67,7 +71,7 @@ var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest"
 // testOnly may additionally be imported by tests.
 var testOnly = append(slices.Clone(testSupport),
 	"api", "kinds", "registry", "server", "store", "daemon", "leader", "client", "client/local", "informer",
-	"controller", "gc", "identity", "auth", "authz", "trace", "lease", "manager", "controllers", "runtime")
+	"controller", "gc", "cleaner", "cleaner/condition", "identity", "auth", "authz", "trace", "lease", "manager", "controllers", "runtime")
 
 // storeSide lists the only packages that may link the store, by importing
 // registry, store or server. Every other package — the client, informer,

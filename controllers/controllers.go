@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"cairn.dev/cairn/cleaner"
 	"cairn.dev/cairn/gc"
 	"cairn.dev/cairn/manager"
 )
@@ -26,6 +27,7 @@ type Config struct {
 func List(cfg Config) []manager.Controller {
 	return []manager.Controller{
 		{Name: "gc", Setup: func(t *manager.Term) error { return gc.Setup(t, gc.Options{Workers: cfg.GCWorkers}) }},
+		{Name: "cleaner", Setup: func(t *manager.Term) error { return cleaner.Setup(t, cleaner.Options{}) }},
 	}
 }
 

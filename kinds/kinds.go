@@ -33,5 +33,6 @@ func All(d Deps) []registry.Kind {
 		DeployItem(),
 		Project(),
 		Event(),
+		Cleaner(d),
 	}
 }

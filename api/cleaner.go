@@ -1,0 +1,152 @@
+package api
+
+import "time"
+
+// KindCleaner deletes ephemeral objects once their time-to-live has passed
+// and conditions over them hold.
+const KindCleaner = "Cleaner"
+
+// Cleaner deletes a set of objects (its targets) once its TTL has passed
+// and every one of its CEL conditions, evaluated over the targets, is true;
+// then it deletes itself.
+type Cleaner struct {
+	TypeMeta   `json:",inline"`
+	ObjectMeta `json:"metadata"`
+	Spec       CleanerSpec   `json:"spec"`
+	Status     CleanerStatus `json:"status,omitzero"`
+}
+
+// CleanerSpec says what to delete, when at the earliest, and under which
+// conditions.
+type CleanerSpec struct {
+	// TTL is how long after its creation the Cleaner first evaluates its
+	// conditions.
+	TTL Duration `json:"ttl"`
+	// Retry says when conditions that were not all true are evaluated
+	// again (besides every change of an evaluated target).
+	Retry CleanerRetry `json:"retry,omitzero"`
+	// Targets are the objects the conditions see and the Cleaner deletes.
+	Targets []CleanerTarget `json:"targets,omitempty"`
+	// Conditions are CEL expressions that must all be true. Each sees
+	// `time` (a timestamp: the evaluation's time) and one variable per
+	// evaluated target, named by the target. No condition is always true.
+	Conditions []string `json:"conditions,omitempty"`
+}
+
+// CleanerRetry paces evaluations after the TTL.
+type CleanerRetry struct {
+	// Period is the delay before conditions that were not all true are
+	// evaluated again; default 1h.
+	Period Duration `json:"period,omitzero"`
+	// Monotonic asserts that once the conditions hold at some time they
+	// hold at every later time, the targets unchanged: the Cleaner then
+	// searches for the earliest time they hold and evaluates again then,
+	// falling back to Period when none is found within its horizon.
+	Monotonic bool `json:"monotonic,omitempty"`
+}
+
+// CleanerTarget is one object, or a set of objects selected by labels, in
+// the Cleaner's namespace.
+type CleanerTarget struct {
+	// Name is the target's CEL variable: a CEL identifier, not "time",
+	// unique among the Cleaner's targets.
+	Name      string          `json:"name"`
+	Reference TargetReference `json:"reference"`
+	// Delete makes the Cleaner delete the target's objects when it acts.
+	Delete bool `json:"delete,omitempty"`
+	// IncludeWhenEvaluating makes the target a variable of the conditions
+	// and re-evaluates them when it changes; default true.
+	IncludeWhenEvaluating *bool `json:"includeWhenEvaluating,omitempty"`
+}
+
+// Evaluated reports whether the target is a variable of the conditions.
+func (t CleanerTarget) Evaluated() bool {
+	return t.IncludeWhenEvaluating == nil || *t.IncludeWhenEvaluating
+}
+
+// TargetReference names objects of a namespaced kind in the Cleaner's
+// namespace: exactly one of Name and MatchLabels is set. A named target is
+// the object itself to its conditions (null when it does not exist); a
+// selected one is `{items: [...]}`, sorted by name.
+type TargetReference struct {
+	// Kind is a kind the API serves (e.g. Installation).
+	Kind        string            `json:"kind"`
+	Name        string            `json:"name,omitempty"`
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+}
+
+// CleanerPhase is where a Cleaner is in its life.
+type CleanerPhase string
+
+// The phases of a Cleaner.
+const (
+	// CleanerWaiting: the TTL has not passed yet.
+	CleanerWaiting CleanerPhase = "Waiting"
+	// CleanerPending: the conditions were evaluated and not all were true;
+	// status.nextScheduledEvaluation says when they are evaluated again.
+	CleanerPending CleanerPhase = "Pending"
+	// CleanerFailed: the last evaluation could not be made (lastError says
+	// why); it is tried again at status.nextScheduledEvaluation.
+	CleanerFailed CleanerPhase = "Failed"
+	// CleanerDeleting: every condition held; the targets marked delete and
+	// then the Cleaner are being deleted.
+	CleanerDeleting CleanerPhase = "Deleting"
+)
+
+// The reasons of a Cleaner's lastError.
+const (
+	// CleanerReasonUnresolvableTarget: a target's kind is not served (any
+	// more), or it could not be read.
+	CleanerReasonUnresolvableTarget = "UnresolvableTarget"
+	// CleanerReasonEvaluationError: a condition failed to evaluate (a
+	// missing field, a bad conversion, the cost limit).
+	CleanerReasonEvaluationError = "EvaluationError"
+	// CleanerReasonNonBoolean: a condition gave a value that is not a
+	// boolean.
+	CleanerReasonNonBoolean = "NonBooleanResult"
+	// CleanerReasonInvalidSpec: the conditions no longer compile (the
+	// served kinds or cairn changed since the Cleaner was admitted).
+	CleanerReasonInvalidSpec = "InvalidSpec"
+	// CleanerReasonDeleteFailed: a target could not be deleted.
+	CleanerReasonDeleteFailed = "DeleteFailed"
+)
+
+// CleanerStatus is what the cleaner controller last did and will do next.
+type CleanerStatus struct {
+	// ObservedGeneration is the generation of the spec last acted on.
+	ObservedGeneration int64        `json:"observedGeneration,omitempty"`
+	Phase              CleanerPhase `json:"phase,omitempty"`
+	// ResolvedTargets are the evaluated targets' objects found at the last
+	// evaluation, as "Kind/name" (namespace: the Cleaner's): a change to
+	// any of them re-evaluates the Cleaner.
+	ResolvedTargets []string `json:"resolvedTargets,omitempty"`
+	// NextScheduledEvaluation is when the controller evaluates the
+	// conditions next (unless a target changes first).
+	NextScheduledEvaluation *time.Time `json:"nextScheduledEvaluation,omitempty"`
+	// LastEvaluation is the last evaluation of the conditions.
+	LastEvaluation *CleanerEvaluation `json:"lastEvaluation,omitempty"`
+	// LastError is why the last evaluation or deletion failed; nil after
+	// one that succeeded.
+	LastError *LastError `json:"lastError,omitempty"`
+}
+
+// CleanerEvaluation is one evaluation of a Cleaner's conditions.
+type CleanerEvaluation struct {
+	Time time.Time `json:"time"`
+	// Results holds one entry per condition, in order (conditions after
+	// the first false or failed one are still evaluated).
+	Results []ConditionResult `json:"results,omitempty"`
+	// Error is the first failure, naming its condition; empty when every
+	// condition gave a boolean.
+	Error string `json:"error,omitempty"`
+}
+
+// ConditionResult is the outcome of one condition.
+type ConditionResult struct {
+	// Index is the condition's position in spec.conditions.
+	Index int `json:"index"`
+	// Value is the condition's value; absent when it failed.
+	Value *bool `json:"value,omitempty"`
+	// Error says why it failed.
+	Error string `json:"error,omitempty"`
+}

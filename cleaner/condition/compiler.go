@@ -1,0 +1,58 @@
+package condition
+
+import (
+	"strings"
+	"sync"
+)
+
+// maxCached bounds the environments and the compiled sets a Compiler
+// keeps (each; one arbitrary entry leaves when a new one would pass it).
+const maxCached = 1024
+
+// Compiler compiles conditions as Compile does, keeping the environments
+// (by variable names) and the compiled sets (by variable names and
+// conditions) it built, so Cleaners that share their targets' names and
+// their conditions — the usual case, when a tool creates them — share one
+// environment and one set of programs. Building an environment costs a
+// few hundred microseconds; evaluating a program is the cheap part. A
+// Compiler is safe for concurrent use; its zero value is not: use
+// NewCompiler.
+type Compiler struct {
+	mu   sync.Mutex
+	sets map[string]compileResult
+}
+
+type compileResult struct {
+	set    *Set
+	issues []Issue
+}
+
+// NewCompiler returns an empty Compiler.
+func NewCompiler() *Compiler { return &Compiler{sets: map[string]compileResult{}} }
+
+// Compile is the package's Compile, answered from the cache when the same
+// variables and conditions were compiled before. The Set and issues
+// returned are shared: never modified.
+func (c *Compiler) Compile(vars []string, conditions []string) (*Set, []Issue, error) {
+	key := strings.Join(vars, "\x00") + "\x01" + strings.Join(conditions, "\x00")
+	c.mu.Lock()
+	r, ok := c.sets[key]
+	c.mu.Unlock()
+	if ok {
+		return r.set, r.issues, nil
+	}
+	set, issues, err := Compile(vars, conditions)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	if len(c.sets) >= maxCached {
+		for k := range c.sets {
+			delete(c.sets, k)
+			break
+		}
+	}
+	c.sets[key] = compileResult{set: set, issues: issues}
+	c.mu.Unlock()
+	return set, issues, nil
+}

@@ -1,0 +1,251 @@
+// Package cleaner is the Cleaner controller: it deletes a Cleaner's
+// targets, then the Cleaner, once its TTL has passed and its CEL
+// conditions hold (see the seed cleaner-controller.md and DESIGN.md).
+//
+// The decision is a plain function (Decide) over plain data; the
+// Controller around it reads Cleaners and their targets from the shared
+// informers, keeps every Cleaner's next evaluation in a min-heap
+// (Schedule), re-queues a Cleaner when one of its evaluated targets
+// changes (an index from targets to Cleaners on the Cleaner informer),
+// and writes status and deletions through the client. Package condition
+// holds the CEL environment, which admission (package kinds) shares.
+package cleaner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cleaner/condition"
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controller"
+	"cairn.dev/cairn/informer"
+	"cairn.dev/cairn/trace"
+)
+
+// Options configures a Controller. The zero value is usable.
+type Options struct {
+	// Workers is the number of Cleaners reconciled concurrently; default 16
+	// (a reconcile mostly waits for its status write to commit).
+	Workers int
+	// Logger receives the controller's logs; default slog.Default().
+	Logger *slog.Logger
+	// Metrics, when set, receives the work queue metrics of the "cleaner"
+	// controller and its own: cairn_cleaner_scheduled,
+	// cairn_cleaner_evaluations_total{result}, cairn_cleaner_deletions_total.
+	Metrics prometheus.Registerer
+	// Informers is the process's shared informer factory (the manager's).
+	// Nil gives the controller a factory of its own, run by Run.
+	Informers *informer.Factory
+	// Traces, when set, keeps the steps of the reconciles for
+	// `cairn explain cleaner/NAME`.
+	Traces *trace.Store
+	// SyncTimeout bounds how long a reconcile waits for the cache of a
+	// target's kind to fill the first time that kind is needed; default
+	// 30s (then the reconcile fails and is retried).
+	SyncTimeout time.Duration
+}
+
+// Index names on the Cleaner informer.
+const (
+	// IndexTargets finds Cleaners by "Kind/namespace/name" of an evaluated
+	// target: every object in status.resolvedTargets and every evaluated
+	// target named in spec (found or not).
+	IndexTargets = "cleaner.targets"
+	// IndexSelectors finds Cleaners by "Kind/namespace" of an evaluated
+	// target selected by labels.
+	IndexSelectors = "cleaner.selectors"
+)
+
+// Controller is the Cleaner controller: one controller.Controller keyed by
+// "namespace/name" of Cleaners, fed by the Cleaner informer, the target
+// kinds' informers and the Schedule.
+type Controller struct {
+	c     client.Interface
+	opts  Options
+	log   *slog.Logger
+	m     *metrics
+	sched *Schedule
+
+	factory  *informer.Factory
+	cleaners *informer.Informer
+	ctrl     *controller.Controller
+	// served maps the served kinds to whether they are namespaced; set by
+	// Run before anything else.
+	served map[string]bool
+
+	mu sync.Mutex
+	// watched holds the target kinds whose informer has our handler.
+	watched map[string]*informer.Informer
+	// programs caches compiled conditions by Cleaner uid (and generation);
+	// compiler shares them among Cleaners with the same conditions.
+	programs map[string]compiled
+	compiler *condition.Compiler
+	// toWatch holds kinds asked for by handlers, watched by Run's loop.
+	toWatch map[string]bool
+	wakeW   chan struct{}
+
+	// restored turns true once the first list of Cleaners has been
+	// handled: Cleaners seen before are scheduled from their status.
+	restored atomic.Bool
+	started  atomic.Bool
+}
+
+type compiled struct {
+	generation int64
+	set        *condition.Set
+	err        error
+}
+
+// New builds a controller acting through c. It does nothing until Run.
+func New(c client.Interface, opts Options) *Controller {
+	if opts.Workers <= 0 {
+		opts.Workers = 16
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = 30 * time.Second
+	}
+	log := opts.Logger.With("controller", "cleaner")
+	return &Controller{
+		c: c, opts: opts, log: log, m: newMetrics(opts.Metrics, log), sched: NewSchedule(),
+		factory: opts.Informers, watched: map[string]*informer.Informer{}, programs: map[string]compiled{},
+		compiler: condition.NewCompiler(),
+		toWatch:  map[string]bool{}, wakeW: make(chan struct{}, 1),
+	}
+}
+
+// Schedule returns the controller's schedule (for tests and benchmarks:
+// read it, never set it).
+func (c *Controller) Schedule() *Schedule { return c.sched }
+
+// Restored reports whether the Cleaners that existed when Run started
+// have all been scheduled again (or queued). It never blocks.
+func (c *Controller) Restored() bool { return c.restored.Load() }
+
+// Run discovers the served kinds, watches Cleaners and, once their first
+// list is in (each Cleaner scheduled again at the time its status names,
+// or at once when that time has passed or its spec changed), reconciles
+// them until ctx is done. It blocks; it returns nil when ctx is done
+// (after its workers, its schedule and its own informers have stopped),
+// or an error at once when the kinds cannot be discovered. A Controller
+// runs once: a second Run returns an error.
+func (c *Controller) Run(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return fmt.Errorf("cleaner: Run called twice")
+	}
+	kinds, err := c.c.Kinds(ctx)
+	if err != nil {
+		return fmt.Errorf("cleaner: discover kinds: %w", err)
+	}
+	c.served = map[string]bool{}
+	for _, k := range kinds {
+		c.served[k.Kind] = k.Namespaced
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if c.factory == nil {
+		c.factory = informer.NewFactory(c.c, informer.Options{Logger: c.opts.Logger})
+		c.factory.Start(ctx)
+		defer c.factory.Shutdown()
+	}
+	c.cleaners = c.factory.For(api.KindCleaner)
+	for name, f := range map[string]informer.IndexFunc{IndexTargets: indexTargets, IndexSelectors: indexSelectors} {
+		if err := c.cleaners.AddIndex(name, f); err != nil && !isIndexExists(err) {
+			return fmt.Errorf("cleaner: %w", err)
+		}
+	}
+	c.ctrl = controller.New("cleaner", controller.ReconcilerFunc(c.Reconcile), controller.Options{
+		Workers: c.opts.Workers, Logger: c.opts.Logger, Metrics: c.opts.Metrics, Traces: c.opts.Traces,
+		TraceKind: api.KindCleaner,
+	})
+	c.cleaners.AddEventHandler(informer.Handler{
+		OnAdd:    c.onCleanerAdd,
+		OnUpdate: c.onCleanerUpdate,
+		OnDelete: func(o *api.Object) {
+			c.dropPrograms(o.UID)
+			c.ctrl.Enqueue(api.Key(o.Namespace, o.Name))
+		},
+	})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() { c.watchLoop(ctx) })
+	if c.cleaners.WaitForSync(ctx) {
+		c.restored.Store(true)
+		c.log.Info("cleaners scheduled", "scheduled", c.sched.Len(), "queued", c.ctrl.Len())
+	}
+	wg.Go(func() { c.sched.Run(ctx, c.ctrl.Enqueue) })
+	return c.ctrl.Run(ctx)
+}
+
+// onCleanerAdd queues a new Cleaner. A Cleaner of the first list (one that
+// existed before this controller started) is instead scheduled at the
+// next evaluation its status names, when that is still ahead and its spec
+// has not changed since: a restart keeps the schedule instead of
+// evaluating every Cleaner at once.
+func (c *Controller) onCleanerAdd(o *api.Object) {
+	c.askWatch(o)
+	key := api.Key(o.Namespace, o.Name)
+	if !c.restored.Load() {
+		var cl api.Cleaner
+		if err := o.Into(&cl); err == nil {
+			st := cl.Status
+			if st.NextScheduledEvaluation != nil && st.ObservedGeneration == cl.Generation &&
+				st.Phase != api.CleanerDeleting && time.Now().Before(*st.NextScheduledEvaluation) && !cl.Deleting() {
+				c.sched.Set(key, *st.NextScheduledEvaluation)
+				return
+			}
+		}
+	}
+	c.ctrl.Enqueue(key)
+}
+
+// onCleanerUpdate queues a Cleaner whose spec changed or that is being
+// deleted; the controller's own status writes queue nothing.
+func (c *Controller) onCleanerUpdate(old, o *api.Object) {
+	if old.Generation != o.Generation || old.Deleting() != o.Deleting() || old.UID != o.UID {
+		c.askWatch(o)
+		c.ctrl.Enqueue(api.Key(o.Namespace, o.Name))
+	}
+}
+
+// programsFor returns the compiled conditions of cl, compiling them once
+// per generation.
+func (c *Controller) programsFor(cl *api.Cleaner) (*condition.Set, error) {
+	c.mu.Lock()
+	p, ok := c.programs[cl.UID]
+	c.mu.Unlock()
+	if ok && p.generation == cl.Generation {
+		return p.set, p.err
+	}
+	var vars []string
+	for _, t := range cl.Spec.Targets {
+		if t.Evaluated() {
+			vars = append(vars, t.Name)
+		}
+	}
+	set, issues, err := c.compiler.Compile(vars, cl.Spec.Conditions)
+	if err == nil && len(issues) > 0 {
+		err = issues[0]
+	}
+	c.mu.Lock()
+	c.programs[cl.UID] = compiled{generation: cl.Generation, set: set, err: err}
+	c.mu.Unlock()
+	return set, err
+}
+
+// dropPrograms forgets the compiled conditions of the Cleaner uid.
+func (c *Controller) dropPrograms(uid string) {
+	c.mu.Lock()
+	delete(c.programs, uid)
+	c.mu.Unlock()
+}

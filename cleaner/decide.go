@@ -1,0 +1,147 @@
+package cleaner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cleaner/condition"
+)
+
+// Action is what a reconcile of a Cleaner does, as Decide chose it.
+type Action string
+
+// The actions, one per exit of the seed's reconcile.
+const (
+	// ActDrop: the Cleaner is gone or being deleted: forget it.
+	ActDrop Action = "drop"
+	// ActWait: the TTL has not passed: schedule at creation + ttl.
+	ActWait Action = "wait"
+	// ActDelete: every condition holds: delete the targets marked delete
+	// (with uid preconditions), then the Cleaner.
+	ActDelete Action = "delete"
+	// ActRetry: the conditions do not all hold, or could not be
+	// evaluated: schedule the next evaluation at Decision.At.
+	ActRetry Action = "retry"
+)
+
+// Why a time was chosen, for status and traces.
+const (
+	WhyTTL       = "creation + ttl"
+	WhyMonotonic = "monotonic search: the earliest time every condition holds"
+	WhyPeriod    = "retry.period"
+)
+
+// Input is everything Decide looks at. It is plain data but for Resolve,
+// which Decide calls only once the TTL has passed (the seed resolves
+// targets only then).
+type Input struct {
+	// Now is the evaluation's time.
+	Now time.Time
+	// Cleaner is the Cleaner (nil: not found).
+	Cleaner *api.Cleaner
+	// Programs are the Cleaner's compiled conditions; ProgramsErr is why
+	// they did not compile (the spec was admitted by an older cairn).
+	Programs    *condition.Set
+	ProgramsErr error
+	// Resolve reads the targets.
+	Resolve func() (Resolution, error)
+}
+
+// Decision is what to do and what to write in status.
+type Decision struct {
+	Action Action
+	// At is when to evaluate next (ActWait, ActRetry), and Why says why
+	// then (one of the Why constants).
+	At  time.Time
+	Why string
+	// Phase is the Cleaner's phase after this decision.
+	Phase api.CleanerPhase
+	// Resolution is what the targets resolved to (after the TTL).
+	Resolution Resolution
+	// Evaluated reports whether the conditions were evaluated, and
+	// Results holds their outcomes.
+	Evaluated bool
+	Results   []condition.Result
+	// LastError is why the evaluation failed (nil: it did not).
+	LastError *api.LastError
+}
+
+// TTLExpiry returns when c's TTL passes: creation + ttl.
+func TTLExpiry(c *api.Cleaner) time.Time {
+	return c.CreationTimestamp.Add(c.Spec.TTL.Duration)
+}
+
+// ceilSecond rounds t up to a whole second: scheduled times read well in
+// status, and an evaluation is never earlier than asked for.
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); r.Before(t) {
+		return r.Add(time.Second)
+	}
+	return t
+}
+
+// period is c's retry.period, at least a second.
+func period(c *api.Cleaner) time.Duration {
+	return max(c.Spec.Retry.Period.Duration, time.Second)
+}
+
+// Decide takes the seed's reconcile decision for one Cleaner:
+//
+//  1. not found (or being deleted) → drop;
+//  2. TTL not passed → wait until creation + ttl;
+//
+// (every time scheduled is rounded up to a whole second)
+//  3. resolve the targets; one that cannot be read → retry after
+//     retry.period, phase Failed (UnresolvableTarget);
+//  4. evaluate every condition; one that fails or is not a boolean →
+//     retry after retry.period, phase Failed (EvaluationError,
+//     NonBooleanResult);
+//  5. all true → delete;
+//  6. otherwise, with retry.monotonic, search for the earliest time they
+//     all hold and retry then (no such time within condition.Horizon →
+//     retry.period); without it, retry after retry.period.
+func Decide(ctx context.Context, in Input) Decision {
+	c := in.Cleaner
+	if c == nil || c.Deleting() {
+		return Decision{Action: ActDrop}
+	}
+	if at := TTLExpiry(c); in.Now.Before(at) {
+		return Decision{Action: ActWait, At: ceilSecond(at), Why: WhyTTL, Phase: api.CleanerWaiting}
+	}
+	retry := Decision{Action: ActRetry, At: ceilSecond(in.Now.Add(period(c))), Why: WhyPeriod, Phase: api.CleanerPending}
+	fail := func(d Decision, reason, msg string) Decision {
+		d.Phase = api.CleanerFailed
+		d.LastError = &api.LastError{Reason: reason, Message: msg, Time: in.Now}
+		return d
+	}
+	if in.ProgramsErr != nil {
+		return fail(retry, api.CleanerReasonInvalidSpec, in.ProgramsErr.Error())
+	}
+	res, err := in.Resolve()
+	if err != nil {
+		return fail(retry, api.CleanerReasonUnresolvableTarget, err.Error())
+	}
+	retry.Resolution = res
+	retry.Evaluated = true
+	retry.Results = in.Programs.Eval(ctx, res.Vars, in.Now)
+	if i, err := condition.FirstError(retry.Results); err != nil {
+		reason := api.CleanerReasonEvaluationError
+		if errors.Is(err, condition.ErrNonBoolean) {
+			reason = api.CleanerReasonNonBoolean
+		}
+		return fail(retry, reason, fmt.Sprintf("condition %d: %v", i, err))
+	}
+	if condition.AllTrue(retry.Results) {
+		retry.Action, retry.At, retry.Why, retry.Phase = ActDelete, time.Time{}, "", api.CleanerDeleting
+		return retry
+	}
+	if c.Spec.Retry.Monotonic {
+		if at, ok := in.Programs.EarliestTrue(ctx, res.Vars, in.Now); ok {
+			retry.At, retry.Why = at, WhyMonotonic
+		}
+	}
+	return retry
+}

@@ -1,0 +1,253 @@
+package cleaner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/informer"
+)
+
+// cleanerRefs is the part of a Cleaner the indexes read.
+type cleanerRefs struct {
+	Spec struct {
+		Targets []api.CleanerTarget `json:"targets"`
+	} `json:"spec"`
+	Status struct {
+		ResolvedTargets []string `json:"resolvedTargets"`
+	} `json:"status"`
+}
+
+func refsOf(o *api.Object) cleanerRefs {
+	var r cleanerRefs
+	if raw := o.Field(api.FieldSpec); raw != nil {
+		_ = json.Unmarshal(raw, &r.Spec) // admitted specs decode; a bad one indexes nothing
+	}
+	if raw := o.Field(api.FieldStatus); raw != nil {
+		_ = json.Unmarshal(raw, &r.Status)
+	}
+	return r
+}
+
+// targetKey is an object's value in IndexTargets.
+func targetKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
+
+// indexTargets indexes a Cleaner under each resolved target of its status
+// and each evaluated target its spec names.
+func indexTargets(o *api.Object) []string {
+	r := refsOf(o)
+	var out []string
+	for _, ref := range r.Status.ResolvedTargets {
+		if kind, name, ok := strings.Cut(ref, "/"); ok {
+			out = append(out, targetKey(kind, o.Namespace, name))
+		}
+	}
+	for _, t := range r.Spec.Targets {
+		if t.Evaluated() && t.Reference.Name != "" {
+			out = append(out, targetKey(t.Reference.Kind, o.Namespace, t.Reference.Name))
+		}
+	}
+	return out
+}
+
+// indexSelectors indexes a Cleaner under "Kind/ns" of each evaluated
+// target selected by labels.
+func indexSelectors(o *api.Object) []string {
+	var out []string
+	for _, t := range refsOf(o).Spec.Targets {
+		if t.Evaluated() && t.Reference.Name == "" {
+			out = append(out, t.Reference.Kind+"/"+o.Namespace)
+		}
+	}
+	return out
+}
+
+func isIndexExists(err error) bool { return errors.Is(err, informer.ErrIndexExists) }
+
+// askWatch asks Run's watch loop to watch the kinds of o's targets. It
+// never blocks (handlers call it).
+func (c *Controller) askWatch(o *api.Object) {
+	r := refsOf(o)
+	c.mu.Lock()
+	added := false
+	for _, t := range r.Spec.Targets {
+		k := t.Reference.Kind
+		if _, ok := c.watched[k]; !ok && !c.toWatch[k] {
+			c.toWatch[k] = true
+			added = true
+		}
+	}
+	c.mu.Unlock()
+	if added {
+		select {
+		case c.wakeW <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// watchLoop watches the kinds askWatch asked for until ctx is done.
+func (c *Controller) watchLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wakeW:
+		}
+		c.mu.Lock()
+		var kinds []string
+		for k := range c.toWatch {
+			kinds = append(kinds, k)
+		}
+		clear(c.toWatch)
+		c.mu.Unlock()
+		for _, k := range kinds {
+			if _, err := c.watch(k); err != nil {
+				c.log.Debug("target kind not watched", "kind", k, "err", err)
+			}
+		}
+	}
+}
+
+// watch returns the shared informer of kind with the controller's handler
+// on it, adding the handler the first time. It fails (ErrUnresolvable)
+// for a kind that is not served, not namespaced, or Cleaner. It does not wait for
+// the informer to sync.
+func (c *Controller) watch(kind string) (*informer.Informer, error) {
+	namespaced, ok := c.served[kind]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w: the server does not serve the kind %s", ErrUnresolvable, kind)
+	case !namespaced:
+		return nil, fmt.Errorf("%w: %s is cluster-scoped", ErrUnresolvable, kind)
+	case kind == api.KindCleaner:
+		// Admission refuses it: each evaluation writes a status, so
+		// Cleaners watching Cleaners would wake each other for ever.
+		return nil, fmt.Errorf("%w: a Cleaner cannot target Cleaners", ErrUnresolvable)
+	}
+	c.mu.Lock()
+	inf, ok := c.watched[kind]
+	c.mu.Unlock()
+	if ok {
+		return inf, nil
+	}
+	// Two callers may get here for one kind: the informer is shared and
+	// the second registration is skipped below.
+	inf = c.factory.For(kind)
+	if err := inf.AddIndex(informer.NamespaceIndex, informer.IndexNamespace); err != nil && !isIndexExists(err) {
+		return nil, err
+	}
+	c.mu.Lock()
+	if prev, ok := c.watched[kind]; ok {
+		c.mu.Unlock()
+		return prev, nil
+	}
+	c.watched[kind] = inf
+	c.mu.Unlock()
+	// The objects an informer already holds when the handler is added
+	// (replayed to it by AddEventHandler) and those of its first list are
+	// not changes: Cleaners that evaluated them are scheduled already, and
+	// while the Cleaners of a restart are scheduled again from their
+	// status they must not be evaluated early for nothing. An addition
+	// counts when the informer has synced and the object is newer than
+	// anything the informer had applied before the handler was added.
+	base, _ := strconv.ParseInt(inf.ResourceVersion(), 10, 64)
+	inf.AddEventHandler(informer.Handler{
+		OnAdd: func(o *api.Object) {
+			if !inf.HasSynced() {
+				return
+			}
+			if rv, err := strconv.ParseInt(o.ResourceVersion, 10, 64); err == nil && rv <= base {
+				return
+			}
+			c.targetChanged(kind, nil, o)
+		},
+		OnUpdate: func(old, o *api.Object) {
+			if old != o { // a resync delivers the same object: not a change
+				c.targetChanged(kind, old, o)
+			}
+		},
+		OnDelete: func(o *api.Object) { c.targetChanged(kind, o, nil) },
+	})
+	return inf, nil
+}
+
+// targetChanged queues exactly the Cleaners that evaluate the object that
+// changed: those whose index names it, and those with a label selector of
+// its kind in its namespace that matches it before or after the change
+// (so objects entering and leaving a selection count).
+func (c *Controller) targetChanged(kind string, old, o *api.Object) {
+	obj := o
+	if obj == nil {
+		obj = old
+	}
+	keys, _ := c.cleaners.IndexKeys(IndexTargets, targetKey(kind, obj.Namespace, obj.Name))
+	for _, k := range keys {
+		c.ctrl.Enqueue(k)
+	}
+	sel, _ := c.cleaners.ByIndex(IndexSelectors, kind+"/"+obj.Namespace)
+	for _, cl := range sel {
+		for _, t := range refsOf(cl).Spec.Targets {
+			if !t.Evaluated() || t.Reference.Kind != kind || t.Reference.Name != "" {
+				continue
+			}
+			if old != nil && matches(t.Reference.MatchLabels, old.Labels) || o != nil && matches(t.Reference.MatchLabels, o.Labels) {
+				c.ctrl.Enqueue(api.Key(cl.Namespace, cl.Name))
+				break
+			}
+		}
+	}
+}
+
+// cacheSource is the Source of a reconcile: the shared informers' caches,
+// waiting (up to Options.SyncTimeout) for a kind's first list.
+type cacheSource struct {
+	ctx context.Context
+	c   *Controller
+}
+
+func (s cacheSource) informer(kind string) (*informer.Informer, error) {
+	inf, err := s.c.watch(kind)
+	if err != nil {
+		return nil, err
+	}
+	if !inf.HasSynced() {
+		ctx, cancel := context.WithTimeout(s.ctx, s.c.opts.SyncTimeout)
+		defer cancel()
+		if !inf.WaitForSync(ctx) {
+			return nil, fmt.Errorf("%w: the cache of %s is not filled yet", ErrUnresolvable, kind)
+		}
+	}
+	return inf, nil
+}
+
+func (s cacheSource) Get(kind, ns, name string) (*api.Object, bool, error) {
+	inf, err := s.informer(kind)
+	if err != nil {
+		return nil, false, err
+	}
+	o, ok := inf.Get(ns, name)
+	return o, ok, nil
+}
+
+func (s cacheSource) Select(kind, ns string, labels map[string]string) ([]*api.Object, error) {
+	inf, err := s.informer(kind)
+	if err != nil {
+		return nil, err
+	}
+	all, err := inf.ByIndex(informer.NamespaceIndex, ns)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnresolvable, err)
+	}
+	var out []*api.Object
+	for _, o := range all {
+		if matches(labels, o.Labels) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
