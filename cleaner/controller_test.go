@@ -30,7 +30,7 @@ func TestCleaner_DeletesMarkedTargetsThenItselfOnceTTLPassedAndConditionsHold(t 
 	if e.gone(api.KindSecret, "keep") {
 		t.Fatal("a target not marked delete was deleted")
 	}
-	if st := steps(r, "c"); !containsStep(st, "every condition holds") || !containsStep(st, "deleted Secret/s") {
+	if st, ok := traceHas(t, r, "c", "every condition holds", "deleted Secret/s"); !ok {
 		t.Errorf("trace %q does not show the deletion", st)
 	}
 }
@@ -52,7 +52,7 @@ func TestCleaner_WaitsUntilCreationPlusTTL(t *testing.T) {
 	if e.gone(api.KindSecret, "s") || c.Status.LastEvaluation != nil {
 		t.Fatal("evaluated or deleted before the TTL")
 	}
-	if st := steps(r, "c"); !containsStep(st, "next evaluation at "+want.Format(time.RFC3339)+" (creation + ttl)") {
+	if st, ok := traceHas(t, r, "c", "next evaluation at "+want.Format(time.RFC3339)+" (creation + ttl)"); !ok {
 		t.Errorf("trace %q does not say when and why", st)
 	}
 }
@@ -66,7 +66,7 @@ func TestCleaner_ConditionTurnedTrueByATargetChangeIsActedOnPromptly(t *testing.
 	if next := c.Status.NextScheduledEvaluation; !afterPeriod(c.Status.LastEvaluation, next) {
 		t.Fatalf("next evaluation %v, want an hour after the evaluation (retry.period)", next)
 	}
-	if st := steps(r, "c"); !containsStep(st, "condition 0 is false") || !containsStep(st, "(retry.period)") {
+	if st, ok := traceHas(t, r, "c", "condition 0 is false", "(retry.period)"); !ok {
 		t.Errorf("trace %q does not say why it waits", st)
 	}
 	e.label(api.KindSecret, "s", "preview", "closed")
@@ -91,7 +91,7 @@ func TestCleaner_MonotonicSearchSchedulesWhenConditionsBecomeTrue(t *testing.T) 
 	if next := m.Status.NextScheduledEvaluation; next == nil || next.Before(at) || next.Sub(at) > 2*time.Second {
 		t.Errorf("monotonic: next evaluation %v, want just after %s", next, at)
 	}
-	if st := steps(r, "monotonic"); !containsStep(st, "(monotonic search") {
+	if st, ok := traceHas(t, r, "monotonic", "(monotonic search"); !ok {
 		t.Errorf("monotonic: trace %q does not name the search", st)
 	}
 	for _, name := range []string{"not-monotonic", "never"} {
@@ -164,7 +164,7 @@ func TestCleaner_WritesEachFailureInStatusAndKeepsWorking(t *testing.T) {
 			if c.Status.LastEvaluation == nil || c.Status.LastEvaluation.Error == "" || c.Status.NextScheduledEvaluation == nil {
 				t.Fatalf("status %+v: want the failed evaluation and the next one", c.Status)
 			}
-			if st := steps(r, tc.name); !containsStep(st, "Failed ("+tc.reason+")") {
+			if st, ok := traceHas(t, r, tc.name, "Failed ("+tc.reason+")"); !ok {
 				t.Errorf("trace %q does not name the failure", st)
 			}
 		})
@@ -182,14 +182,15 @@ func TestCleaner_ExplainShowsConditionsVariablesWithSecretsRedactedAndTheNextEva
 	e.createCleaner("c", api.CleanerSpec{Targets: []api.CleanerTarget{secretTarget("s", "s", true)},
 		Conditions: []string{closed, `has(s.data.token)`}})
 	c := e.waitPhase("c", api.CleanerPending)
-	st := steps(r, "c")
-	for _, want := range []string{
+	wants := []string{
 		"target s (Secret/s, delete true, evaluated true) resolved to Secret/s",
 		`condition 0 ` + "`" + closed + "`" + ` = false`,
 		"condition 1 `has(s.data.token)` = true",
 		`variable s = {`, `"token":"<redacted>"`,
 		"Pending: condition 0 is false; next evaluation at " + c.Status.NextScheduledEvaluation.Format(time.RFC3339) + " (retry.period)",
-	} {
+	}
+	st, _ := traceHas(t, r, "c", wants...)
+	for _, want := range wants {
 		if !containsStep(st, want) {
 			t.Errorf("trace lacks %q:\n%s", want, strings.Join(st, "\n"))
 		}

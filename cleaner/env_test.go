@@ -196,6 +196,31 @@ func steps(r *running, name string) []string {
 	return out
 }
 
+// traceHas waits until the trace of Cleaner name has a step containing
+// each of subs (a reconcile's steps are kept once it returns, after its
+// status write is visible), and returns the steps and whether it has.
+func traceHas(t *testing.T, r *running, name string, subs ...string) ([]string, bool) {
+	t.Helper()
+	var st []string
+	has := func() bool {
+		st = steps(r, name)
+		for _, sub := range subs {
+			if !containsStep(st, sub) {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(wait)
+	for !has() {
+		if time.Now().After(deadline) {
+			return st, false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return st, true
+}
+
 func containsStep(steps []string, sub string) bool {
 	return slices.ContainsFunc(steps, func(s string) bool { return strings.Contains(s, sub) })
 }
