@@ -92,6 +92,10 @@ type Spec[T api.Resource] struct {
 	PrepareForUpdate func(ctx context.Context, adm *Admission, obj, old T) error
 	// PrepareForDelete adjusts an object being marked for deletion.
 	PrepareForDelete func(ctx context.Context, adm *Admission, obj T) error
+	// PrepareForStatusUpdate checks (or adjusts) a status write against the
+	// stored object, e.g. the transitions a status may make. An error fails
+	// the write as it is (an *api.Status: Conflict, Invalid, ...).
+	PrepareForStatusUpdate func(ctx context.Context, adm *Admission, obj, old T) error
 }
 
 // Define turns a typed Spec into a Kind.
@@ -159,6 +163,8 @@ func Define[T api.Resource](s Spec[T]) Kind {
 			err = s.PrepareForUpdate(ctx, adm, t, o)
 		case op == OpDelete && s.PrepareForDelete != nil:
 			err = s.PrepareForDelete(ctx, adm, t)
+		case op == OpUpdateStatus && old != nil && s.PrepareForStatusUpdate != nil:
+			err = s.PrepareForStatusUpdate(ctx, adm, t, o)
 		}
 		if err != nil {
 			return nil, nil, err
