@@ -224,9 +224,13 @@ type Action struct {
 }
 
 // Verb is the authorization verb of the action: its name, or for the
-// unnamed collection action (DELETE on a collection) "deletecollection".
+// unnamed collection action "deletecollection" for DELETE on a collection
+// and "create" for POST (a create served by the kind).
 func (a *Action) Verb() string {
 	if a.Name == "" {
+		if a.Method == "POST" {
+			return authz.VerbCreate // a create with rules of its own
+		}
 		return strings.ToLower(a.Method) + "collection"
 	}
 	return a.Name
