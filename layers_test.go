@@ -46,8 +46,8 @@ var allowed = map[string][]string{
 	"gc":                           {"api", "client", "controller", "informer", "manager", "trace"},
 	"runtime":                      {"runtime"},
 	// The event service: the rules of the event endpoints, over the registry.
-	"event": {"api", "auth", "authz", "identity", "kinds", "registry", "runtime", "store"},
-	"leader":                       {},
+	"event":  {"api", "auth", "authz", "identity", "kinds", "registry", "runtime", "store"},
+	"leader": {},
 	// The process wiring: it builds every layer below the CLI.
 	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "event", "gc", "identity", "kinds",
 		"leader", "lease", "manager", "registry", "runtime", "runtime/local", "server", "store", "trace", "internal/privfile"},
