@@ -42,7 +42,8 @@ var allowed = map[string][]string{
 	"trace":                        {"api"},
 	"lease":                        {"api", "client"},
 	"manager":                      {"api", "client", "informer", "controller", "trace", "lease", "runtime"},
-	"controllers":                  {"api", "client", "manager", "gc", "informer", "controller", "trace"},
+	"controllers":                  {"api", "client", "manager", "gc", "scheduler", "informer", "controller", "trace"},
+	"scheduler":                    {"api", "client", "controller", "informer", "manager", "runtime", "trace"},
 	"gc":                           {"api", "client", "controller", "informer", "manager", "trace"},
 	"runtime":                      {"runtime"},
 	// The event service: the rules of the event endpoints, over the registry.
