@@ -23,7 +23,7 @@ const (
 // absolute path only the runtime knows, in CAIRN_WORKSPACE) and runs the
 // command in its place.
 const wrapper = `CAIRN_EVENT_FILE="$CAIRN_WORKSPACE/` + eventFile + `"; CAIRN_SECRETS_DIR="$CAIRN_WORKSPACE/` + secretsDir + `"; ` +
-	`export CAIRN_EVENT_FILE CAIRN_SECRETS_DIR; exec "$@"`
+	`export CAIRN_EVENT_FILE CAIRN_SECRETS_DIR; exec "$0" "$@"`
 
 // UnitInput is what a worker's or job's unit is built from.
 type UnitInput struct {
