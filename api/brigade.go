@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // The event kinds: a Project says which events it subscribes to and how its
 // worker runs; an Event is one occurrence, whose worker (and the jobs the
@@ -168,6 +171,18 @@ type EventSpec struct {
 type EventStatus struct {
 	Worker WorkerStatus `json:"worker,omitzero"`
 	Jobs   []JobStatus  `json:"jobs,omitempty"`
+	// JobPhases sums the jobs up for tables ("build:SUCCEEDED,test:RUNNING");
+	// the registry keeps it in step with Jobs.
+	JobPhases string `json:"jobPhases,omitempty"`
+}
+
+// SummarizeJobs is the JobPhases of jobs.
+func SummarizeJobs(jobs []JobStatus) string {
+	parts := make([]string, len(jobs))
+	for i, j := range jobs {
+		parts[i] = j.Name + ":" + string(j.Phase)
+	}
+	return strings.Join(parts, ",")
 }
 
 // WorkerStatus is the state of a worker.

@@ -214,7 +214,7 @@ func EventWith(actions []registry.Action) registry.Kind {
 			{Name: "SOURCE", Path: ".spec.source"},
 			{Name: "TYPE", Path: ".spec.type"},
 			{Name: "WORKER", Path: ".status.worker.phase"},
-			{Name: "JOBS", Path: ".status.jobs", Format: "count"},
+			{Name: "JOBS", Path: ".status.jobPhases"},
 			age,
 		},
 		Actions: actions,
@@ -253,7 +253,11 @@ func EventWith(actions []registry.Action) registry.Kind {
 			return validateEventStatus(&ev.Status, field.NewPath("status"))
 		},
 		PrepareForStatusUpdate: func(_ context.Context, _ *registry.Admission, ev, old *api.Event) error {
-			return checkTransitions(ev, old)
+			if err := checkTransitions(ev, old); err != nil {
+				return err
+			}
+			ev.Status.JobPhases = api.SummarizeJobs(ev.Status.Jobs)
+			return nil
 		},
 	})
 }
