@@ -157,6 +157,8 @@ type phases struct {
 	maxRunning int
 	// starts lists the events in the order they were claimed.
 	starts []string
+	// maxJobs is the most jobs STARTING or RUNNING at one revision.
+	maxJobs int
 }
 
 func (h *harness) record() *phases {
@@ -169,6 +171,7 @@ func (h *harness) record() *phases {
 	}
 	p := &phases{byName: map[string][]api.EventPhase{}}
 	cur := map[string]api.EventPhase{}
+	jobs := map[string]int{}
 	go func() {
 		for ev := range w.Events() {
 			if ev.Object == nil || ev.Type == api.Bookmark {
@@ -180,8 +183,15 @@ func (h *harness) record() *phases {
 			}
 			ph := e.Status.Worker.Phase
 			p.mu.Lock()
+			jobs[e.Name] = 0
+			for _, j := range e.Status.Jobs {
+				if j.Phase == api.PhaseStarting || j.Phase == api.PhaseRunning {
+					jobs[e.Name]++
+				}
+			}
 			if ev.Type == api.Deleted {
 				delete(cur, e.Name)
+				delete(jobs, e.Name)
 			} else if cur[e.Name] != ph {
 				cur[e.Name] = ph
 				p.byName[e.Name] = append(p.byName[e.Name], ph)
@@ -196,8 +206,29 @@ func (h *harness) record() *phases {
 				}
 			}
 			p.maxRunning = max(p.maxRunning, n)
+			nj := 0
+			for _, k := range jobs {
+				nj += k
+			}
+			p.maxJobs = max(p.maxJobs, nj)
 			p.mu.Unlock()
 		}
 	}()
 	return p
+}
+
+func (p *phases) snapshot() (maxRunning, maxJobs int, starts []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.maxRunning, p.maxJobs, append([]string(nil), p.starts...)
+}
+
+// trace is the text of the event's trace (GET .../trace).
+func (h *harness) trace(name string) string {
+	h.t.Helper()
+	code, b := h.do("GET", "/namespaces/default/events/"+name+"/trace", "", nil)
+	if code != 200 {
+		h.t.Fatalf("trace: %d %s", code, b)
+	}
+	return string(b)
 }
