@@ -37,7 +37,7 @@ func (s *Service) handleCreate(ctx context.Context, req registry.ActionRequest) 
 	}
 	ev.Namespace = req.Namespace
 	if ev.Spec.Project != "" {
-		out, err := s.Create(ctx, ev)
+		out, err := s.create(ctx, ev)
 		if err != nil {
 			return registry.ActionResult{}, err
 		}
@@ -86,22 +86,96 @@ func decodeBody(body []byte) (*api.Event, error) {
 // NotFound (the namespace), Conflict (the project kept changing), and the
 // store's.
 func (s *Service) Create(ctx context.Context, ev *api.Event) (*api.Event, error) {
+	obj, err := s.create(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	return decodeEvent(obj)
+}
+
+// create is Create, answering the stored object.
+func (s *Service) create(ctx context.Context, ev *api.Event) (*api.Object, error) {
 	reg, err := s.registry()
 	if err != nil {
 		return nil, err
 	}
 	sys := system(ctx)
+	key := ev.Namespace + "/" + ev.Spec.Project
 	for attempt := 1; ; attempt++ {
-		p, pobj, err := readProject(sys, reg, ev.Namespace, ev.Spec.Project)
-		if err != nil {
-			return nil, err
+		// The snapshot of the last event of this project is reused: the
+		// transaction is guarded on the project and its secrets being at
+		// the snapshot's versions, so a stale one fails it (Conflict), and
+		// the next attempt reads afresh.
+		sn := s.cachedSnapshot(key)
+		if sn == nil || attempt > 1 {
+			if sn, err = readSnapshot(sys, reg, ev.Namespace, ev.Spec.Project); err != nil {
+				s.dropSnapshot(key)
+				return nil, err
+			}
+			s.keepSnapshot(key, sn)
 		}
-		out, err := s.createFor(sys, reg, ev, p, pobj)
+		out, err := s.createFor(sys, reg, ev, sn)
+		if errors.Is(err, api.ErrConflict) {
+			s.dropSnapshot(key)
+		}
 		retry := errors.Is(err, api.ErrConflict) || (errors.Is(err, api.ErrAlreadyExists) && ev.Name == "")
 		if err == nil || !retry || attempt == maxCreateAttempts {
 			return out, err
 		}
 	}
+}
+
+// snapshot is a project and its secrets as read at one time.
+type snapshot struct {
+	project *api.Project
+	pobj    *api.Object
+	secrets []*api.Object // in the order of spec.secrets
+}
+
+// maxSnapshots bounds the snapshot cache.
+const maxSnapshots = 1024
+
+func (s *Service) cachedSnapshot(key string) *snapshot {
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	return s.snaps[key]
+}
+
+func (s *Service) keepSnapshot(key string, sn *snapshot) {
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	if len(s.snaps) >= maxSnapshots {
+		clear(s.snaps)
+	}
+	s.snaps[key] = sn
+}
+
+func (s *Service) dropSnapshot(key string) {
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	delete(s.snaps, key)
+}
+
+// readSnapshot reads the project ns/name and the secrets it names.
+// Errors: Invalid when the project or one of its secrets does not exist.
+func readSnapshot(ctx context.Context, reg *registry.Registry, ns, name string) (*snapshot, error) {
+	p, pobj, err := readProject(ctx, reg, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	sn := &snapshot{project: p, pobj: pobj}
+	for i, sname := range p.Spec.Secrets {
+		obj, err := reg.Get(ctx, api.KindSecret, ns, sname)
+		if errors.Is(err, api.ErrNotFound) {
+			return nil, api.NewInvalid(api.KindEvent, "", field.ErrorList{field.Invalid(field.NewPath("spec", "project"), p.Name,
+				fmt.Sprintf("the project's spec.secrets[%d] names Secret %s, which does not exist", i, sname))})
+		}
+		if err != nil {
+			return nil, err
+		}
+		sn.secrets = append(sn.secrets, obj)
+	}
+	return sn, nil
 }
 
 func readProject(ctx context.Context, reg *registry.Registry, ns, name string) (*api.Project, *api.Object, error) {
@@ -147,37 +221,27 @@ func (s *Service) FanOut(ctx context.Context, ev *api.Event) (*api.List, error) 
 		}
 		one := *ev
 		one.Spec.Project = p.Name
-		created, err := s.Create(ctx, &one)
+		obj, err := s.create(ctx, &one)
 		if err != nil {
 			return nil, fmt.Errorf("event for project %s: %w", p.Name, err)
-		}
-		obj, err := api.FromResource(created)
-		if err != nil {
-			return nil, err
 		}
 		out = append(out, obj)
 	}
 	return eventList(out), nil
 }
 
-// createFor is one attempt of Create over the project p read as pobj.
-func (s *Service) createFor(ctx context.Context, reg *registry.Registry, in *api.Event, p *api.Project, pobj *api.Object) (*api.Event, error) {
+// createFor is one attempt of Create over the snapshot sn.
+func (s *Service) createFor(ctx context.Context, reg *registry.Registry, in *api.Event, sn *snapshot) (*api.Object, error) {
 	if len(in.Spec.Worker.Command) > 0 || in.Spec.Worker.Image != "" {
 		return nil, api.NewInvalid(api.KindEvent, in.Name, field.ErrorList{field.Forbidden(field.NewPath("spec", "worker"),
 			"the worker is copied from the project's workerTemplate")})
 	}
-	conds := []store.Cond{unchanged(api.KindProject, pobj)}
+	p := sn.project
+	conds := []store.Cond{unchanged(api.KindProject, sn.pobj)}
 	data := map[string][]byte{}
 	from := map[string]string{}
-	for i, name := range p.Spec.Secrets {
-		obj, err := reg.Get(ctx, api.KindSecret, p.Namespace, name)
-		if errors.Is(err, api.ErrNotFound) {
-			return nil, api.NewInvalid(api.KindEvent, in.Name, field.ErrorList{field.Invalid(field.NewPath("spec", "project"), p.Name,
-				fmt.Sprintf("the project's spec.secrets[%d] names Secret %s, which does not exist", i, name))})
-		}
-		if err != nil {
-			return nil, err
-		}
+	for _, obj := range sn.secrets {
+		name := obj.Name
 		var sec api.Secret
 		if err := obj.Into(&sec); err != nil {
 			return nil, fmt.Errorf("event: stored secret %q does not decode: %w", name, err)
@@ -248,7 +312,7 @@ func (s *Service) createFor(ctx context.Context, reg *registry.Registry, in *api
 	if err != nil {
 		return nil, err
 	}
-	return decodeEvent(res[0].Object)
+	return res[0].Object, nil
 }
 
 // TokenUser is the identity an event's worker token is registered as.

@@ -50,6 +50,11 @@ type Service struct {
 	// its entry first.
 	grantsMu sync.Mutex
 	grants   map[string]grant
+
+	// snaps caches, by "ns/project", the last snapshot of a project and
+	// its secrets that an event was created from (see Create).
+	snapMu sync.Mutex
+	snaps  map[string]*snapshot
 }
 
 // New returns a Service that serves nothing until Bind.
@@ -60,7 +65,7 @@ func New(opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Service{opts: opts, grants: map[string]grant{}}
+	return &Service{opts: opts, grants: map[string]grant{}, snaps: map[string]*snapshot{}}
 }
 
 // Bind gives the service the registry it acts on and the runtime whose
