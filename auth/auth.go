@@ -70,7 +70,7 @@ type Authenticator struct {
 // ScopeCheck decides whether a scoped token (the worker token of an Event)
 // still works: it gets the token's hash and the identity it was registered
 // as, and returns nil, or the error that refuses the request (an
-// *api.Status, Unauthorized when the token's event is gone or terminal). It
+// *api.Status, e.g. Forbidden when the token's event is gone or terminal). It
 // may block on reads of the store, bounded by ctx.
 type ScopeCheck func(ctx context.Context, tokenHash string, u identity.User) error
 

@@ -30,9 +30,10 @@ func splitScope(scope string) (ns, name string, ok bool) {
 // CheckToken is the authenticator's scope check (auth.ScopeCheck) for
 // worker tokens: the token works while its event exists with this token's
 // hash and its worker is not terminal; otherwise the request is
-// Unauthorized, saying why. On success it records the permissions of the
+// Forbidden, saying why (the caller is known, its token may no longer act). On success it records the permissions of the
 // event's project for Authorize. It blocks on two reads of the store (the
-// event and its project). Errors: Unauthorized as above, and the store's.
+// event and its project). Errors: Forbidden as above, Unauthorized for a
+// scope that is not an event's, and the store's.
 func (s *Service) CheckToken(ctx context.Context, hash string, u identity.User) error {
 	ns, name, ok := splitScope(u.Scope)
 	if !ok {
@@ -42,15 +43,15 @@ func (s *Service) CheckToken(ctx context.Context, hash string, u identity.User) 
 	switch {
 	case errors.Is(err, api.ErrNotFound):
 		s.forget(u.Scope)
-		return api.NewStatus(api.ReasonUnauthorized, "the token's event %s was deleted: its token no longer works", u.Scope)
+		return api.NewStatus(api.ReasonForbidden, "the token's event %s does not exist (deleted?): its token no longer works", u.Scope)
 	case err != nil:
 		return err
 	case ev.Annotations[api.AnnotationTokenHash] != hash:
 		s.forget(u.Scope)
-		return api.NewStatus(api.ReasonUnauthorized, "the token is not the token of event %s", u.Scope)
+		return api.NewStatus(api.ReasonForbidden, "the token is not the token of event %s (deleted and created again?): it no longer works", u.Scope)
 	case ev.Status.Worker.Phase.Terminal():
 		s.forget(u.Scope)
-		return api.NewStatus(api.ReasonUnauthorized, "the token's event %s is %s: its token no longer works", u.Scope, ev.Status.Worker.Phase)
+		return api.NewStatus(api.ReasonForbidden, "the token's event %s is %s: its token no longer works", u.Scope, ev.Status.Worker.Phase)
 	}
 	g := grant{project: ev.Spec.Project}
 	if reg, err := s.registry(); err == nil {

@@ -118,13 +118,13 @@ func TestWorkerToken_StopsWorkingWhenItsEventIsTerminalOrDeleted(t *testing.T) {
 		}
 	}
 	e.setPhase(done.Name, api.PhaseSucceeded)
-	if code, b := e.do("GET", "/namespaces/default/events/"+done.Name, doneTok, nil); code != 401 || !strings.Contains(string(b), "SUCCEEDED") {
-		t.Fatalf("a terminal event's token: %d %s, want 401 naming the phase", code, b)
+	if code, b := e.do("GET", "/namespaces/default/events/"+done.Name, doneTok, nil); code != 403 || !strings.Contains(string(b), "SUCCEEDED") {
+		t.Fatalf("a terminal event's token: %d %s, want 403 naming the phase", code, b)
 	}
 	if _, _, err := e.c.Delete(e.ctx, api.KindEvent, "default", gone.Name, api.DeleteOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	if code, b := e.do("GET", "/namespaces/default/events/"+gone.Name, goneTok, nil); code != 401 || !strings.Contains(string(b), "deleted") {
-		t.Fatalf("a deleted event's token: %d %s, want 401 saying deleted", code, b)
+	if code, b := e.do("GET", "/namespaces/default/events/"+gone.Name, goneTok, nil); code != 403 || !strings.Contains(string(b), "deleted") {
+		t.Fatalf("a deleted event's token: %d %s, want 403 saying deleted", code, b)
 	}
 }
