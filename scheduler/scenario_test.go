@@ -1,7 +1,10 @@
 package scheduler_test
 
 import (
+	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,8 +68,8 @@ func TestWorker_MissingCommandEndsWithAReason(t *testing.T) {
 
 func TestWorker_TimeoutKillsItsProcessGroupAndCleansUpAtOnce(t *testing.T) {
 	h := startHarness(t, controllers.Config{EventGracePeriod: time.Hour})
-	marker := t.TempDir() + "/child-alive"
-	spec := script(`(sleep 300; touch ` + marker + `) & sleep 300`)
+	pids := t.TempDir() + "/pids"
+	spec := script(`sleep 300 & echo $! > ` + pids + `; sleep 300`)
 	spec.WorkerTemplate.Timeout = &api.Duration{Duration: time.Second}
 	h.project("slow", spec)
 	ev := h.waitPhase(h.create("slow"), api.PhaseTimedOut)
@@ -76,11 +79,45 @@ func TestWorker_TimeoutKillsItsProcessGroupAndCleansUpAtOnce(t *testing.T) {
 	testkit.Eventually(t, wait, "the timed-out worker cleaned up at once (grace is an hour)", func() bool {
 		return !exists(h.unitDir(api.WorkerUnitID(ev.UID)) + "/workspace")
 	})
+	b, err := os.ReadFile(pids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, wait, "the worker's child killed with its process group", func() bool {
+		return syscall.Kill(pid, 0) != nil
+	})
+}
+
+func TestJob_FailsToStartWithAReason(t *testing.T) {
+	h := startHarness(t, controllers.Config{})
+	h.project("jobs", script(`curl -fsS -H "Authorization: Bearer $CAIRN_TOKEN" -o /dev/null \
+  -d '{"name":"ghost","spec":{"command":["no-such-command-cairn"]}}' \
+  "$CAIRN_SERVER/apis/cairn.dev/v1alpha1/namespaces/$CAIRN_NAMESPACE/events/$CAIRN_EVENT/jobs"; sleep 300`))
+	name := h.create("jobs")
+	var job api.JobStatus
+	testkit.Eventually(t, wait, "the job FAILED", func() bool {
+		ev := h.get(name)
+		if len(ev.Status.Jobs) == 1 {
+			job = ev.Status.Jobs[0]
+		}
+		return job.Phase == api.PhaseFailed
+	})
+	if !strings.Contains(job.Reason, "failed to start") || !strings.Contains(job.Reason, "no-such-command-cairn") {
+		t.Fatalf("job reason %q", job.Reason)
+	}
+	if got := h.get(name).Status.Worker.Phase; got != api.PhaseRunning {
+		t.Fatalf("the worker is %s: a job's failure has no bearing on its worker", got)
+	}
 }
 
 func TestCancel_AtEachPhase(t *testing.T) {
 	h := startHarness(t, controllers.Config{EventMaxWorkers: 1, EventGracePeriod: time.Hour})
-	h.project("long", script("sleep 300"))
+	pids := t.TempDir() + "/pids"
+	h.project("long", script("echo $$ >> "+pids+"; sleep 300"))
 	running := h.create("long")
 	pending := h.create("long") // waits: one worker at a time
 	ev := h.waitPhase(running, api.PhaseRunning)
@@ -98,6 +135,15 @@ func TestCancel_AtEachPhase(t *testing.T) {
 	testkit.Eventually(t, wait, "the aborted worker killed and cleaned up at once", func() bool {
 		return !exists(h.unitDir(api.WorkerUnitID(ev.UID)) + "/workspace")
 	})
+	b, err := os.ReadFile(pids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(string(b)); len(f) != 1 {
+		t.Fatalf("workers started: %v, want only the first (the second was canceled while PENDING)", f)
+	} else if pid, _ := strconv.Atoi(f[0]); syscall.Kill(pid, 0) == nil {
+		t.Fatalf("the aborted worker's process %d still runs", pid)
+	}
 	for _, name := range []string{running, pending} {
 		if code, _ := h.do("POST", "/namespaces/default/events/"+name+"/cancel", "", nil); code != 409 {
 			t.Fatalf("cancel of terminal %s = %d, want 409", name, code)
