@@ -260,3 +260,62 @@ func TestCancelManyAndDeleteMany_NeedProjectAndPhases(t *testing.T) {
 		t.Error("the other project's event is deleted")
 	}
 }
+
+func TestSearch_FiltersByProjectSourceTypePhaseAndLabels(t *testing.T) {
+	e := start(t)
+	e.project("p", api.ProjectSpec{})
+	e.project("q", api.ProjectSpec{})
+	post := func(project, source, typ string, labels map[string]string) string {
+		code, b := e.do("POST", "/namespaces/default/events", e.s.Token, api.Event{Spec: api.EventSpec{Project: project, Source: source, Type: typ, Labels: labels}, ObjectMeta: api.ObjectMeta{Labels: labels}})
+		if code != 201 {
+			t.Fatalf("create: %d %s", code, b)
+		}
+		var ev api.Event
+		if err := json.Unmarshal(b, &ev); err != nil {
+			t.Fatal(err)
+		}
+		return ev.Name
+	}
+	a := post("p", "github", "push", map[string]string{"branch": "main"})
+	b := post("p", "github", "tag", nil)
+	c := post("q", "cli", "push", nil)
+	e.setPhase(b, api.PhaseStarting, api.PhaseRunning)
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"", []string{a, b, c}},
+		{"?project=p", []string{a, b}},
+		{"?source=github&type=push", []string{a}},
+		{"?type=push", []string{a, c}},
+		{"?phases=RUNNING", []string{b}},
+		{"?project=p&phases=pending", []string{a}},
+		{"?labelSelector=branch%3Dmain", []string{a}},
+	} {
+		code, body := e.do("GET", "/namespaces/default/events/search"+tc.query, e.s.Token, nil)
+		if code != 200 {
+			t.Fatalf("search %s: %d %s", tc.query, code, body)
+		}
+		var l struct {
+			Items []api.Event `json:"items"`
+		}
+		if err := json.Unmarshal(body, &l); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, ev := range l.Items {
+			got[ev.Name] = true
+		}
+		if len(got) != len(tc.want) {
+			t.Errorf("search %s = %v, want %v", tc.query, got, tc.want)
+		}
+		for _, w := range tc.want {
+			if !got[w] {
+				t.Errorf("search %s misses %s", tc.query, w)
+			}
+		}
+	}
+	if code, _ := e.do("GET", "/namespaces/default/events/search?phases=DONE", e.s.Token, nil); code != 400 {
+		t.Errorf("an unknown phase: %d, want 400", code)
+	}
+}

@@ -104,6 +104,7 @@ func system(ctx context.Context) context.Context { return identity.With(ctx, ide
 //	DELETE /namespaces/{ns}/events                  delete many (?project=&phases=)
 //	POST   /namespaces/{ns}/events/{name}/jobs      a worker creates a job
 //	GET    /namespaces/{ns}/events/{name}/logs      worker or job logs (?job=&follow=)
+//	GET    /namespaces/{ns}/events/search           list by project, source, type, phases, labels
 func (s *Service) Actions() []registry.Action {
 	return []registry.Action{
 		{Name: "", Method: http.MethodPost, Collection: true, Handle: s.handleCreate},
@@ -112,6 +113,7 @@ func (s *Service) Actions() []registry.Action {
 		{Name: "", Method: http.MethodDelete, Collection: true, Handle: s.handleDeleteMany},
 		{Name: "jobs", Method: http.MethodPost, Handle: s.handleJob},
 		{Name: "logs", Method: http.MethodGet, Handle: s.handleLogs},
+		{Name: "search", Method: http.MethodGet, Collection: true, Handle: s.handleSearch},
 	}
 }
 

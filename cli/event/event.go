@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cli/printer"
 	"cairn.dev/cairn/cli/session"
 	"cairn.dev/cairn/client"
 )
@@ -30,7 +32,7 @@ func New(s *session.Session) *cobra.Command {
 		Long: "An Event is one occurrence for a project: its worker runs on the runtime (see docs/events.md).\n" +
 			"List them with 'cairn get events', follow a worker with 'cairn logs event/NAME -f'.",
 	}
-	cmd.AddCommand(newCreate(s), newCancel(s))
+	cmd.AddCommand(newCreate(s), newCancel(s), newList(s))
 	return cmd
 }
 
@@ -162,4 +164,57 @@ func newCancel(s *session.Session) *cobra.Command {
 			return err
 		},
 	}
+}
+
+// listFlags holds the flags of `cairn event list`.
+type listFlags struct {
+	Project, Source, Type, Phases, Selector, Output string
+}
+
+func newList(s *session.Session) *cobra.Command {
+	f := &listFlags{}
+	cmd := &cobra.Command{
+		Use:     "list [--project P] [--source S] [--type T] [--phase A,B] [-l SELECTOR]",
+		Short:   "List the events that match a project, source, type, worker phases and labels",
+		Example: "  cairn event list --project hello --phase PENDING,RUNNING",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			format, err := printer.ParseFormat(f.Output)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			kind, c, err := s.KindClient(ctx, api.KindEvent)
+			if err != nil {
+				return err
+			}
+			q := url.Values{}
+			for k, v := range map[string]string{"project": f.Project, "source": f.Source, "type": f.Type, "phases": f.Phases, "labelSelector": f.Selector} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			b, err := c.Action(ctx, client.ActionRequest{Method: "GET", Kind: api.KindEvent, Namespace: s.Namespace, Action: "search", Query: q})
+			if err != nil {
+				return err
+			}
+			var l api.List
+			if err := json.Unmarshal(b, &l); err != nil {
+				return fmt.Errorf("the server's answer is not an EventList: %w", err)
+			}
+			if len(l.Items) == 0 && format == printer.Table {
+				_, err := fmt.Fprintln(s.Streams.ErrOut, "No events found.")
+				return err
+			}
+			return printer.New(s.Streams.Out, kind, printer.Options{Format: format}).PrintList(l.Items)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.Project, "project", "", "only this project's events")
+	fl.StringVar(&f.Source, "source", "", "only events of this source")
+	fl.StringVar(&f.Type, "type", "", "only events of this type")
+	fl.StringVar(&f.Phases, "phase", "", "only events whose worker is in one of these phases (comma-separated)")
+	fl.StringVarP(&f.Selector, "selector", "l", "", "a label selector")
+	fl.StringVarP(&f.Output, "output", "o", "", "the output format: "+strings.Join(printer.Formats(), ", "))
+	return cmd
 }

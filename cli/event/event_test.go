@@ -80,6 +80,9 @@ func TestEventCreate_FanOutAndCancel(t *testing.T) {
 		t.Fatalf("event for a missing project: %q %v", r.Out, r.Error)
 	}
 	name := strings.TrimSuffix(strings.TrimPrefix(lines[0], "event/"), " created")
+	if r := clitest.Run(t, d.URL(), d.Token(), "event", "list", "--project", "a", "--phase", "PENDING", "-o", "name"); r.Error != nil || r.Out != "event/"+name+"\n" {
+		t.Fatalf("event list --project a: %q %v", r.Out, r.Error)
+	}
 	if r := clitest.Run(t, d.URL(), d.Token(), "event", "cancel", name); r.Error != nil || r.Out != "event/"+name+" canceled\n" {
 		t.Fatalf("cancel: %q %v", r.Out, r.Error)
 	}
