@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -159,6 +160,9 @@ type phases struct {
 	starts []string
 	// maxJobs is the most jobs STARTING or RUNNING at one revision.
 	maxJobs int
+	// unfair lists the revisions at which a project ran more workers than
+	// another one that had some waiting (projects are the names' prefixes).
+	unfair []string
 }
 
 func (h *harness) record() *phases {
@@ -206,6 +210,24 @@ func (h *harness) record() *phases {
 				}
 			}
 			p.maxRunning = max(p.maxRunning, n)
+			running, pending := map[string]int{}, map[string]int{}
+			for name, q := range cur {
+				prj, _, _ := strings.Cut(name, "-")
+				switch q {
+				case api.PhaseStarting, api.PhaseRunning:
+					running[prj]++
+				case api.PhasePending:
+					pending[prj]++
+				}
+			}
+			for x := range running {
+				for y := range pending {
+					// (the "gate" project holds the capacity on purpose: no preemption)
+					if x != y && x != "gate" && running[x] > running[y]+1 {
+						p.unfair = append(p.unfair, fmt.Sprintf("%s runs %d while %s runs %d and has %d waiting", x, running[x], y, running[y], pending[y]))
+					}
+				}
+			}
 			nj := 0
 			for _, k := range jobs {
 				nj += k
@@ -215,6 +237,12 @@ func (h *harness) record() *phases {
 		}
 	}()
 	return p
+}
+
+func (p *phases) unfairness() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.unfair...)
 }
 
 func (p *phases) snapshot() (maxRunning, maxJobs int, starts []string) {
