@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/auth"
 	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/identity"
 )
@@ -43,6 +44,7 @@ func (s *Service) CheckToken(ctx context.Context, hash string, u identity.User) 
 	switch {
 	case errors.Is(err, api.ErrNotFound):
 		s.forget(u.Scope)
+		s.revoke(ctx, hash)
 		return api.NewStatus(api.ReasonForbidden, "the token's event %s does not exist (deleted?): its token no longer works", u.Scope)
 	case err != nil:
 		return err
@@ -73,6 +75,19 @@ func (s *Service) CheckToken(ctx context.Context, hash string, u identity.User) 
 	s.grants[u.Scope] = g
 	s.grantsMu.Unlock()
 	return nil
+}
+
+// revoke unregisters the token whose hash is hash: the token of an event
+// that is gone is cleared the first time it is presented again. A failure
+// is only logged: the token stays refused either way.
+func (s *Service) revoke(ctx context.Context, hash string) {
+	reg, err := s.registry()
+	if err != nil {
+		return
+	}
+	if _, err := reg.Store().Txn(ctx, nil, auth.RevokeHashOp(hash)); err != nil {
+		s.opts.Logger.Warn("could not unregister the token of a deleted event", "err", err)
+	}
 }
 
 func (s *Service) forget(scope string) {

@@ -1,11 +1,14 @@
 package event_test
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/auth"
+	"cairn.dev/cairn/store"
 )
 
 func TestJobs_CreatedByTheWorkerWithItsOwnToken(t *testing.T) {
@@ -126,5 +129,8 @@ func TestWorkerToken_StopsWorkingWhenItsEventIsTerminalOrDeleted(t *testing.T) {
 	}
 	if code, b := e.do("GET", "/namespaces/default/events/"+gone.Name, goneTok, nil); code != 403 || !strings.Contains(string(b), "deleted") {
 		t.Fatalf("a deleted event's token: %d %s, want 403 saying deleted", code, b)
+	}
+	if _, err := e.s.Store.Get(e.ctx, auth.TokenPrefix+auth.Hash(goneTok)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the deleted event's token is still registered (%v)", err)
 	}
 }
