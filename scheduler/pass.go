@@ -9,6 +9,10 @@ import (
 	"cairn.dev/cairn/client"
 )
 
+// retraceDelay bounds how stale the place in the queue shown by an
+// event's trace may be.
+const retraceDelay = 2 * time.Second
+
 // snapshot is the scheduler's view of the queue, read from the caches.
 type snapshot struct {
 	events       map[string]*api.Event
@@ -29,17 +33,28 @@ func (s *Scheduler) pass(ctx context.Context) {
 	startW, waitW := Choose(snap.workers, snap.workersByPrj, snap.workerCap)
 	startJ, _ := Choose(snap.jobs, snap.jobsByPrj, snap.jobCap)
 
+	// A waiting event whose reason changed is observed again, so that its
+	// trace says why it waits: at once for a new reason, within
+	// retraceDelay for a new place in the queue (places move with every
+	// start: a burst must not cost a reconcile of every waiting event per
+	// start).
 	s.mu.Lock()
-	var retrace []string
+	var now, later []string
 	for key, w := range waitW {
-		if old, ok := s.waiting[key]; !ok || old != w {
-			retrace = append(retrace, key)
+		switch old, ok := s.waiting[key]; {
+		case !ok || old.Limit != w.Limit:
+			now = append(now, key)
+		case old != w:
+			later = append(later, key)
 		}
 	}
 	s.waiting = waitW
 	s.mu.Unlock()
-	for _, key := range retrace {
+	for _, key := range now {
 		s.ctrl.Enqueue(key)
+	}
+	for _, key := range later {
+		s.ctrl.EnqueueAfter(key, retraceDelay)
 	}
 	for _, it := range startW {
 		s.claimWorker(ctx, snap.events[it.Key])
@@ -84,12 +99,21 @@ func (s *Scheduler) snapshot() snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	seen := map[string]bool{}
+	decoded := make(map[string]cachedEvent, len(s.decoded))
 	for _, o := range s.events.List() {
-		var ev api.Event
-		if o.Into(&ev) != nil || o.Deleting() {
+		key := api.Key(o.Namespace, o.Name)
+		c, ok := s.decoded[key]
+		if !ok || c.rv != o.ResourceVersion {
+			c = cachedEvent{rv: o.ResourceVersion}
+			if o.Into(&c.ev) != nil {
+				continue
+			}
+		}
+		decoded[key] = c
+		if o.Deleting() || c.ev.Status.Worker.Phase.Terminal() && !hasLiveJobs(&c.ev) {
 			continue
 		}
-		key := api.Key(ev.Namespace, ev.Name)
+		ev := c.ev // the pass's own copy (its slices are never modified)
 		prj := api.Key(ev.Namespace, ev.Spec.Project)
 		snap.events[key] = &ev
 		ph := ev.Status.Worker.Phase
@@ -114,6 +138,7 @@ func (s *Scheduler) snapshot() snapshot {
 			}
 		}
 	}
+	s.decoded = decoded
 	// A claim the cache now shows (or whose event is gone) is forgotten.
 	for k := range s.claimed {
 		if !seen[k] {
@@ -121,6 +146,22 @@ func (s *Scheduler) snapshot() snapshot {
 		}
 	}
 	return snap
+}
+
+// cachedEvent is an event as decoded at a resourceVersion.
+type cachedEvent struct {
+	rv string
+	ev api.Event
+}
+
+// hasLiveJobs reports whether a job of ev is not terminal.
+func hasLiveJobs(ev *api.Event) bool {
+	for _, j := range ev.Status.Jobs {
+		if !j.Phase.Terminal() {
+			return true
+		}
+	}
+	return false
 }
 
 // claimWorker moves ev's worker PENDING → STARTING by a compare-and-swap

@@ -95,6 +95,8 @@ type Scheduler struct {
 	cleaned map[string]bool
 	// watching holds the units a goroutine waits on.
 	watching map[string]bool
+	// decoded caches the events the last pass decoded, by key.
+	decoded map[string]cachedEvent
 }
 
 // New builds a scheduler. It does nothing until Run.
