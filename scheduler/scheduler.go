@@ -253,7 +253,7 @@ func unitFor(ev *api.Event, job string) string {
 	return api.JobUnitID(ev.UID, job)
 }
 
-// describe says what a Unit is, for the trace.
+// String says what a Unit is, for the trace: "none", "Running", "Exited (code 3)".
 func (u Unit) String() string {
 	if !u.Exists {
 		return "none"
