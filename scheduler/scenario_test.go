@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/internal/testkit"
 )
@@ -167,4 +168,20 @@ func TestDelete_WhileRunningRemovesItsRuntimeResourcesAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, wait, "the deleted event's unit removed, logs and all", func() bool { return !exists(dir) })
+}
+
+func TestWorker_WithoutItsEventSecretFailsScheduling(t *testing.T) {
+	h := startHarness(t, controllers.Config{})
+	h.project("p", script("true"))
+	// An in-process client writes through the registry alone: the Event
+	// gets no Secret (only the event endpoint writes one).
+	ev, err := client.For[*api.Event](h.d.Client()).Create(t.Context(), &api.Event{
+		ObjectMeta: api.ObjectMeta{Name: "bare", Namespace: "default"}, Spec: api.EventSpec{Project: "p", Source: "s", Type: "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := h.waitPhase(ev.Name, api.PhaseSchedulingFailed)
+	if !strings.Contains(got.Status.Worker.Reason, "Secret") {
+		t.Fatalf("reason %q, want it to name the missing Secret", got.Status.Worker.Reason)
+	}
 }
