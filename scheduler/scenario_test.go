@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -183,5 +184,30 @@ func TestWorker_WithoutItsEventSecretFailsScheduling(t *testing.T) {
 	got := h.waitPhase(ev.Name, api.PhaseSchedulingFailed)
 	if !strings.Contains(got.Status.Worker.Reason, "Secret") {
 		t.Fatalf("reason %q, want it to name the missing Secret", got.Status.Worker.Reason)
+	}
+}
+
+func TestLogs_FollowStreamsUntilTheWorkerEnds(t *testing.T) {
+	h := startHarness(t, controllers.Config{})
+	gate := t.TempDir() + "/go-on"
+	h.project("talk", script(`echo one; while [ ! -f `+gate+` ]; do sleep 0.1; done; echo two`))
+	name := h.create("talk")
+	h.waitPhase(name, api.PhaseRunning)
+	rc, err := h.c.ActionStream(t.Context(), client.ActionRequest{Method: "GET", Kind: api.KindEvent, Namespace: "default",
+		Name: name, Action: "logs", Query: map[string][]string{"follow": {"true"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	buf := make([]byte, 4)
+	if n, err := io.ReadFull(rc, buf); err != nil || string(buf[:n]) != "one\n" {
+		t.Fatalf("first line %q, %v", buf[:n], err)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(rc) // ends when the worker has ended
+	if err != nil || string(rest) != "two\n" {
+		t.Fatalf("rest %q, %v", rest, err)
 	}
 }
