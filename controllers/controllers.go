@@ -31,6 +31,19 @@ type Config struct {
 	EventGracePeriod time.Duration
 }
 
+// CheckEvents refuses event settings that cannot work, naming the flag.
+func (c Config) CheckEvents() error {
+	switch {
+	case c.EventMaxWorkers < 0:
+		return fmt.Errorf("--event-max-workers must not be negative, got %d", c.EventMaxWorkers)
+	case c.EventMaxJobs < 0:
+		return fmt.Errorf("--event-max-jobs must not be negative, got %d", c.EventMaxJobs)
+	case c.EventGracePeriod < 0:
+		return fmt.Errorf("--event-grace-period must not be negative, got %s", c.EventGracePeriod)
+	}
+	return nil
+}
+
 // AddEventFlags registers the event scheduler's flags on fs, into c.
 func (c *Config) AddEventFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.EventMaxWorkers, "event-max-workers", scheduler.DefaultMaxWorkers, "event workers running at once, over every project")

@@ -93,6 +93,9 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 	case f.advertise != "" && !httpURL(f.advertise):
 		return fmt.Errorf("--advertise-url %q: want http(s)://host[:port]", f.advertise)
 	}
+	if err := f.controllersConfig().CheckEvents(); err != nil {
+		return err
+	}
 	ctrls, err := controllers.Select(controllers.List(f.controllersConfig()), f.controllers)
 	if err != nil {
 		return fmt.Errorf("--controllers: %w", err)

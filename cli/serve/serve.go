@@ -159,6 +159,9 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	if f.gcWorkers < 0 {
 		return fmt.Errorf("--gc-workers must not be negative, got %d", f.gcWorkers)
 	}
+	if err := f.controllersConfig().CheckEvents(); err != nil {
+		return err
+	}
 	ctrls, err := controllers.Select(controllers.List(f.controllersConfig()), f.controllers)
 	if err != nil {
 		return fmt.Errorf("--controllers: %w", err)
