@@ -72,7 +72,7 @@ func TestWorker_TimeoutKillsItsProcessGroupAndCleansUpAtOnce(t *testing.T) {
 	h := startHarness(t, controllers.Config{EventGracePeriod: time.Hour})
 	pids := t.TempDir() + "/pids"
 	spec := script(`sleep 300 & echo $! > ` + pids + `; sleep 300`)
-	spec.WorkerTemplate.Timeout = &api.Duration{Duration: time.Second}
+	spec.WorkerTemplate.Timeout = &api.Duration{Duration: 3 * time.Second}
 	h.project("slow", spec)
 	ev := h.waitPhase(h.create("slow"), api.PhaseTimedOut)
 	if !strings.Contains(ev.Status.Worker.Reason, "timed out") {
