@@ -55,6 +55,41 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	h.d, h.c = d, c
+	h.t.Cleanup(func() { h.stopWorkers(d, c) })
+}
+
+// stopWorkers cancels the events still running on d, and waits (a while)
+// for their processes to be killed: units outlive their server by design,
+// and a test leaves none behind.
+func (h *harness) stopWorkers(d *daemon.Daemon, c client.Interface) {
+	select {
+	case <-d.Done():
+		return
+	default:
+	}
+	ctx := context.Background()
+	l, err := c.List(ctx, api.KindEvent, "", api.ListOptions{})
+	if err != nil {
+		return
+	}
+	var ids []string
+	for _, o := range l.Items {
+		var ev api.Event
+		if o.Into(&ev) != nil || ev.Status.Worker.Phase.Terminal() {
+			continue
+		}
+		_, _ = c.Action(ctx, client.ActionRequest{Kind: api.KindEvent, Namespace: ev.Namespace, Name: ev.Name, Action: "cancel"})
+		ids = append(ids, api.WorkerUnitID(ev.UID))
+		for _, j := range ev.Status.Jobs {
+			ids = append(ids, api.JobUnitID(ev.UID, j.Name))
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, id := range ids {
+		for exists(h.unitDir(id)+"/workspace") && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
 
 func (h *harness) project(name string, spec api.ProjectSpec) {
