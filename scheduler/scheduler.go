@@ -53,6 +53,11 @@ type Options struct {
 	// Path is the PATH of units whose spec sets none; default this
 	// process's.
 	Path string
+	// BuildUnit turns a worker or job into the runtime's spec; default
+	// UnitSpec (local processes). A cluster runtime brings its own (an
+	// image, secrets mounted as files); the scheduler and the observer stay
+	// as they are. A *StartError fails the worker or job with its reason.
+	BuildUnit func(UnitInput) (runtime.Spec, error)
 	// Informers is the shared informer factory; nil: one of its own.
 	Informers *informer.Factory
 	// Traces keeps the observer's reconciles for `cairn explain`.
@@ -118,6 +123,9 @@ func New(c client.Interface, opts Options) (*Scheduler, error) {
 	}
 	if opts.Path == "" {
 		opts.Path = os.Getenv("PATH")
+	}
+	if opts.BuildUnit == nil {
+		opts.BuildUnit = UnitSpec
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
