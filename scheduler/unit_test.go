@@ -24,7 +24,7 @@ func TestUnitSpec_GivesTheWorkerItsEnvironmentAndFiles(t *testing.T) {
 		failure string
 	}{
 		{name: "worker", spec: api.WorkerSpec{Command: []string{"sh", "-c", "true"}, Env: map[string]string{"A": "1"}, Workspace: "src"},
-			env: []string{"A=1", "CAIRN_SERVER=http://api", "CAIRN_TOKEN=tok", "CAIRN_NAMESPACE=team", "CAIRN_EVENT=e1"},
+			env:   []string{"A=1", "CAIRN_SERVER=http://api", "CAIRN_TOKEN=tok", "CAIRN_NAMESPACE=team", "CAIRN_EVENT=e1"},
 			noEnv: "CAIRN_JOB", id: api.WorkerUnitID(ev.UID)},
 		{name: "job", job: "build", spec: api.WorkerSpec{Command: []string{"true"}},
 			env: []string{"CAIRN_JOB=build", "CAIRN_TOKEN=tok"}, id: api.JobUnitID(ev.UID, "build")},
