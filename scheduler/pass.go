@@ -56,6 +56,7 @@ func (s *Scheduler) pass(ctx context.Context) {
 	for _, key := range later {
 		s.ctrl.EnqueueAfter(key, retraceDelay)
 	}
+	s.m.observe(snap, len(startW), len(startJ))
 	for _, it := range startW {
 		s.claimWorker(ctx, snap.events[it.Key])
 	}
@@ -181,6 +182,7 @@ func (s *Scheduler) claimWorker(ctx context.Context, ev *api.Event) {
 	s.mu.Lock()
 	s.claimed[key] = true
 	s.mu.Unlock()
+	s.m.claimed("worker", 1)
 	s.ctrl.Enqueue(key)
 }
 
@@ -208,5 +210,6 @@ func (s *Scheduler) claimJobs(ctx context.Context, ev *api.Event, jobs []string)
 		s.claimed[key+"/"+name] = true
 	}
 	s.mu.Unlock()
+	s.m.claimed("job", len(jobs))
 	s.ctrl.Enqueue(key)
 }

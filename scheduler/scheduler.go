@@ -62,7 +62,8 @@ type Options struct {
 	Informers *informer.Factory
 	// Traces keeps the observer's reconciles for `cairn explain`.
 	Traces *trace.Store
-	// Logger; default slog.Default(). Metrics: the work queue's.
+	// Logger; default slog.Default(). Metrics: the work queue's and
+	// cairn_events_queued, cairn_events_running, cairn_events_claims_total.
 	Logger  *slog.Logger
 	Metrics prometheus.Registerer
 	// Now is the clock; default time.Now.
@@ -78,6 +79,7 @@ type Scheduler struct {
 	rt   runtime.Runtime
 	opts Options
 	log  *slog.Logger
+	m    *metrics
 
 	ctrl     *controller.Controller
 	factory  *informer.Factory
@@ -133,7 +135,8 @@ func New(c client.Interface, opts Options) (*Scheduler, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Scheduler{c: c, rt: opts.Runtime, opts: opts, log: opts.Logger.With("controller", "events"),
+	log := opts.Logger.With("controller", "events")
+	return &Scheduler{c: c, rt: opts.Runtime, opts: opts, log: log, m: newMetrics(opts.Metrics, log),
 		factory: opts.Informers, kick: make(chan struct{}, 1),
 		claimed: map[string]bool{}, waiting: map[string]Wait{}, uids: map[string]string{},
 		cleaned: map[string]bool{}, watching: map[string]bool{}}, nil
