@@ -45,6 +45,23 @@ test -z "$CAIRN_JOB"`)
 	if logs := h.logs(name, ""); !strings.Contains(logs, "hello from") {
 		t.Fatalf("logs after cleanup = %q, want them kept", logs)
 	}
+	families, err := h.d.Metrics().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := 0.0
+	for _, f := range families {
+		if f.GetName() == "cairn_events_claims_total" {
+			for _, m := range f.GetMetric() {
+				if m.GetLabel()[0].GetValue() == "worker" {
+					claims = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if claims != 1 {
+		t.Fatalf("cairn_events_claims_total{what=worker} = %v, want 1", claims)
+	}
 }
 
 func TestWorker_ExitCodeFailsIt(t *testing.T) {
