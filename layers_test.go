@@ -42,16 +42,19 @@ var allowed = map[string][]string{
 	"trace":                        {"api"},
 	"lease":                        {"api", "client"},
 	"manager":                      {"api", "client", "informer", "controller", "trace", "lease", "runtime"},
-	"controllers":                  {"api", "client", "manager", "gc", "cleaner", "informer", "controller", "trace"},
-	"gc":                           {"api", "client", "controller", "informer", "manager", "trace"},
-	"runtime":                      {"runtime"},
 	// The cleaner's conditions: pure CEL, shared by admission (kinds) and
 	// the controller.
 	"cleaner/condition": {},
 	"cleaner":           {"api", "client", "controller", "informer", "manager", "trace", "cleaner/condition"},
-	"leader":            {},
+	"controllers":       {"api", "client", "manager", "gc", "cleaner", "scheduler", "informer", "controller", "trace"},
+	"scheduler":         {"api", "client", "controller", "informer", "manager", "runtime", "trace"},
+	"gc":                {"api", "client", "controller", "informer", "manager", "trace"},
+	"runtime":           {"runtime"},
+	// The event service: the rules of the event endpoints, over the registry.
+	"event":  {"api", "auth", "authz", "identity", "kinds", "registry", "runtime", "store"},
+	"leader": {},
 	// The process wiring: it builds every layer below the CLI.
-	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "gc", "identity", "kinds",
+	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "event", "gc", "identity", "kinds",
 		"leader", "lease", "manager", "registry", "runtime", "runtime/local", "server", "store", "trace", "internal/privfile"},
 	"cli":   {"api", "client", "cli", "controllers", "daemon", "manager", "runtime", "runtime/local", "trace", "internal/privfile"},
 	"cmd":   {"cli"},
@@ -79,7 +82,7 @@ var testOnly = append(slices.Clone(testSupport),
 // new package — is an API client and may not, whatever its table entry
 // says; its tests may use the test servers (server/servertest,
 // store/storetest, internal/testkit) but not server or store themselves.
-var storeSide = []string{"store", "registry", "registry/internal/watchcache", "registry/internal/usage", "kinds", "auth", "authz", "server", "client/local", "daemon",
+var storeSide = []string{"store", "registry", "event", "registry/internal/watchcache", "registry/internal/usage", "kinds", "auth", "authz", "server", "client/local", "daemon",
 	"cli", "cmd", "bench", "store/storetest", "server/servertest", "cli/clitest", "internal/testkit"}
 
 // storePackages are what the client side may not import.

@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // The event kinds: a Project says which events it subscribes to and how its
 // worker runs; an Event is one occurrence, whose worker (and the jobs the
@@ -36,6 +39,48 @@ func (p EventPhase) Terminal() bool {
 	}
 	return true
 }
+
+// Transition reports whether a worker's (or a job's) phase may change from
+// from to to, as the seed's scenarios allow: a scheduler claims a PENDING
+// worker (STARTING) or a cancel ends it (CANCELED); a STARTING worker runs,
+// ends, fails to start or is aborted; a RUNNING worker ends in any terminal
+// phase but CANCELED, or is lost (UNKNOWN); an UNKNOWN one is found again or
+// ends. A terminal phase never changes; staying in a phase is no
+// transition and always allowed.
+func Transition(from, to EventPhase) bool {
+	if from == to {
+		return true
+	}
+	switch from {
+	case PhasePending:
+		return to == PhaseStarting || to == PhaseCanceled
+	case PhaseStarting:
+		return to == PhaseRunning || (to.Terminal() && to != PhaseCanceled)
+	case PhaseRunning:
+		return to == PhaseUnknown || (to.Terminal() && to != PhaseCanceled && to != PhaseSchedulingFailed)
+	case PhaseUnknown:
+		return to == PhaseRunning || (to.Terminal() && to != PhaseCanceled && to != PhaseSchedulingFailed)
+	}
+	return false
+}
+
+// Known reports whether p is one of EventPhases.
+func (p EventPhase) Known() bool {
+	for _, q := range EventPhases {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
+
+// AnnotationTokenHash is the annotation of an Event holding the hex
+// SHA-256 of its worker's token (auth.Hash): the token itself is only in
+// the event's Secret. It is set at creation and never changes.
+const AnnotationTokenHash = "cairn.dev/token-sha256"
+
+// LabelEventProject labels an event's Secret with its project.
+const LabelEventProject = "cairn.dev/project"
 
 // EventTokenKey is the key of the worker's token in its event's Secret.
 // The event's Secret has the Event's name, is owned by the Event and holds a
@@ -126,6 +171,18 @@ type EventSpec struct {
 type EventStatus struct {
 	Worker WorkerStatus `json:"worker,omitzero"`
 	Jobs   []JobStatus  `json:"jobs,omitempty"`
+	// JobPhases sums the jobs up for tables ("build:SUCCEEDED,test:RUNNING");
+	// the registry keeps it in step with Jobs.
+	JobPhases string `json:"jobPhases,omitempty"`
+}
+
+// SummarizeJobs is the JobPhases of jobs.
+func SummarizeJobs(jobs []JobStatus) string {
+	parts := make([]string, len(jobs))
+	for i, j := range jobs {
+		parts[i] = j.Name + ":" + string(j.Phase)
+	}
+	return strings.Join(parts, ",")
 }
 
 // WorkerStatus is the state of a worker.
@@ -147,4 +204,51 @@ type JobStatus struct {
 	Ended    time.Time  `json:"ended,omitzero"`
 	Reason   string     `json:"reason,omitempty"`
 	ExitCode *int       `json:"exitCode,omitempty"`
+}
+
+// DeepCopy returns a copy of w sharing nothing with it.
+func (w *WorkerSpec) DeepCopy() *WorkerSpec {
+	c := *w
+	c.Command = append([]string(nil), w.Command...)
+	if w.Env != nil {
+		c.Env = make(map[string]string, len(w.Env))
+		for k, v := range w.Env {
+			c.Env[k] = v
+		}
+	}
+	if w.Timeout != nil {
+		t := *w.Timeout
+		c.Timeout = &t
+	}
+	return &c
+}
+
+// Match reports whether the subscription takes an event of source, type
+// typ, qualifiers and labels: source equal; typ listed or "*"; qualifiers
+// equal; the subscription's labels a subset of the event's.
+func (s *EventSubscription) Match(source, typ string, qualifiers, labels map[string]string) bool {
+	if s.Source != source {
+		return false
+	}
+	typeOK := false
+	for _, t := range s.Types {
+		if t == "*" || t == typ {
+			typeOK = true
+			break
+		}
+	}
+	if !typeOK || len(s.Qualifiers) != len(qualifiers) {
+		return false
+	}
+	for k, v := range s.Qualifiers {
+		if q, ok := qualifiers[k]; !ok || q != v {
+			return false
+		}
+	}
+	for k, v := range s.Labels {
+		if l, ok := labels[k]; !ok || l != v {
+			return false
+		}
+	}
+	return true
 }

@@ -61,7 +61,32 @@ type Authenticator struct {
 
 	mu    sync.Mutex
 	cache map[string]cached // by token hash
+
+	// scopeCheck, when set, is asked about every scoped identity on every
+	// authentication (SetScopeCheck).
+	scopeCheck ScopeCheck
 }
+
+// ScopeCheck decides whether a scoped token (the worker token of an Event)
+// still works: it gets the token's hash and the identity it was registered
+// as, and returns nil, or the error that refuses the request (an
+// *api.Status, e.g. Forbidden when the token's event is gone or terminal). It
+// may block on reads of the store, bounded by ctx.
+type ScopeCheck func(ctx context.Context, tokenHash string, u identity.User) error
+
+// SetScopeCheck makes Authenticate ask check about every identity with a
+// Scope, on every call (the cache does not skip it), so that a scoped token
+// stops working as soon as check says so. Call it before the Authenticator
+// is used.
+func (a *Authenticator) SetScopeCheck(check ScopeCheck) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.scopeCheck = check
+}
+
+// RevokeHashOp is the store operation that unregisters the token whose hash
+// (Hash) is hash.
+func RevokeHashOp(hash string) store.Op { return store.Del(TokenPrefix + hash) }
 
 // New returns an Authenticator over s with the default cache TTL.
 func New(s *store.Store) *Authenticator {
@@ -145,7 +170,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (identit
 	c, ok := a.cache[h]
 	a.mu.Unlock()
 	if ok && now.Before(c.expires) {
-		return c.user, nil
+		return a.checkScope(ctx, h, c.user)
 	}
 	kv, err := a.store.Get(ctx, TokenPrefix+h)
 	if errors.Is(err, store.ErrNotFound) {
@@ -178,6 +203,20 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (identit
 			a.cache[h] = cached{user: u, expires: now.Add(a.ttl)}
 		}
 		a.mu.Unlock()
+	}
+	return a.checkScope(ctx, h, u)
+}
+
+// checkScope passes a scoped identity through the scope check.
+func (a *Authenticator) checkScope(ctx context.Context, hash string, u identity.User) (identity.User, error) {
+	a.mu.Lock()
+	check := a.scopeCheck
+	a.mu.Unlock()
+	if u.Scope == "" || check == nil {
+		return u, nil
+	}
+	if err := check(ctx, hash, u); err != nil {
+		return identity.User{}, err
 	}
 	return u, nil
 }

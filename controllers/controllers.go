@@ -8,10 +8,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	"cairn.dev/cairn/cleaner"
 	"cairn.dev/cairn/gc"
 	"cairn.dev/cairn/manager"
+	"cairn.dev/cairn/scheduler"
 )
 
 // Config holds the options of every controller, set from the flags of the
@@ -20,6 +24,33 @@ import (
 type Config struct {
 	// GCWorkers is the number of concurrent garbage-collector workers.
 	GCWorkers int
+	// EventMaxWorkers and EventMaxJobs bound the event workers and jobs
+	// running at once; EventGracePeriod is how long the runtime resources of
+	// a worker or job that ended stay (scheduler.Options).
+	EventMaxWorkers  int
+	EventMaxJobs     int
+	EventGracePeriod time.Duration
+}
+
+// CheckEvents refuses event settings that cannot work, naming the flag.
+func (c Config) CheckEvents() error {
+	switch {
+	case c.EventMaxWorkers < 0:
+		return fmt.Errorf("--event-max-workers must not be negative, got %d", c.EventMaxWorkers)
+	case c.EventMaxJobs < 0:
+		return fmt.Errorf("--event-max-jobs must not be negative, got %d", c.EventMaxJobs)
+	case c.EventGracePeriod < 0:
+		return fmt.Errorf("--event-grace-period must not be negative, got %s", c.EventGracePeriod)
+	}
+	return nil
+}
+
+// AddEventFlags registers the event scheduler's flags on fs, into c.
+func (c *Config) AddEventFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&c.EventMaxWorkers, "event-max-workers", scheduler.DefaultMaxWorkers, "event workers running at once, over every project")
+	fs.IntVar(&c.EventMaxJobs, "event-max-jobs", scheduler.DefaultMaxJobs, "event jobs running at once, over every project")
+	fs.DurationVar(&c.EventGracePeriod, "event-grace-period", scheduler.DefaultGracePeriod,
+		"how long the workspace of a worker or job that ended stays before it is cleaned up (logs stay until the event is deleted)")
 }
 
 // List returns every controller, configured by cfg, in the order they
@@ -28,6 +59,9 @@ func List(cfg Config) []manager.Controller {
 	return []manager.Controller{
 		{Name: "gc", Setup: func(t *manager.Term) error { return gc.Setup(t, gc.Options{Workers: cfg.GCWorkers}) }},
 		{Name: "cleaner", Setup: func(t *manager.Term) error { return cleaner.Setup(t, cleaner.Options{}) }},
+		{Name: "events", Setup: func(t *manager.Term) error {
+			return scheduler.Setup(t, scheduler.Options{MaxWorkers: cfg.EventMaxWorkers, MaxJobs: cfg.EventMaxJobs, GracePeriod: cfg.EventGracePeriod})
+		}},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/manager"
@@ -52,5 +53,23 @@ func TestList_EveryControllerHasANameAndASetup(t *testing.T) {
 	}
 	if !seen["gc"] {
 		t.Error("the garbage collector is not in the list")
+	}
+}
+
+func TestConfig_CheckEventsRefusesNegativeSettingsNamingTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  controllers.Config
+		flag string
+	}{
+		{controllers.Config{}, ""},
+		{controllers.Config{EventMaxWorkers: 4, EventMaxJobs: 8, EventGracePeriod: time.Second}, ""},
+		{controllers.Config{EventMaxWorkers: -1}, "--event-max-workers"},
+		{controllers.Config{EventMaxJobs: -1}, "--event-max-jobs"},
+		{controllers.Config{EventGracePeriod: -time.Second}, "--event-grace-period"},
+	} {
+		err := tc.cfg.CheckEvents()
+		if (tc.flag == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.flag)) {
+			t.Errorf("CheckEvents(%+v) = %v, want an error naming %q", tc.cfg, err, tc.flag)
+		}
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/client/local"
+	"cairn.dev/cairn/event"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/internal/privfile"
 	"cairn.dev/cairn/kinds"
@@ -212,9 +213,10 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err != nil {
 		return d, err
 	}
-	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now}), Encryption: enc,
+	events := event.New(event.Options{Logger: d.log})
+	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now, EventActions: events.Actions()}), Encryption: enc,
 		NamespaceMaxObjects: opts.NamespaceMaxObjects, NamespaceMaxBytes: opts.NamespaceMaxBytes,
-		Authorize:        []authz.Rule{authz.AllowUnscoped},
+		Authorize:        []authz.Rule{authz.AllowUnscoped, events.Authorize},
 		BookmarkInterval: opts.BookmarkInterval, Logger: d.log, MaxTxnOps: opts.MaxTxnOps, MaxObjectBytes: opts.MaxObjectBytes})
 	if err != nil {
 		return d, err
@@ -223,6 +225,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		return d, fmt.Errorf("daemon: initialize the store: %w", err)
 	}
 	d.auth = auth.New(d.store)
+	d.auth.SetScopeCheck(events.CheckToken)
 	if err := d.ensureAdminToken(ctx); err != nil {
 		return d, err
 	}
@@ -249,6 +252,11 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		if err != nil {
 			return d, err
 		}
+	}
+	if d.runtime != nil {
+		events.Bind(d.registry, d.runtime)
+	} else {
+		events.Bind(d.registry, nil)
 	}
 	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log,
 		Traces: traceSource{d}, BodyReadTimeout: opts.BodyReadTimeout,

@@ -16,6 +16,10 @@ type Deps struct {
 	// Now returns the current time (nil: time.Now), for kinds whose hooks
 	// set or compare times.
 	Now func() time.Time
+	// EventActions are the event endpoints (package event's
+	// Service.Actions): without them the Event kind serves only the plain
+	// verbs.
+	EventActions []registry.Action
 }
 
 // All returns the definitions of every served kind, built with d. (The
@@ -32,7 +36,7 @@ func All(d Deps) []registry.Kind {
 		Execution(),
 		DeployItem(),
 		Project(),
-		Event(),
+		EventWith(d.EventActions),
 		Cleaner(d),
 	}
 }

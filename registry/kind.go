@@ -92,6 +92,10 @@ type Spec[T api.Resource] struct {
 	PrepareForUpdate func(ctx context.Context, adm *Admission, obj, old T) error
 	// PrepareForDelete adjusts an object being marked for deletion.
 	PrepareForDelete func(ctx context.Context, adm *Admission, obj T) error
+	// PrepareForStatusUpdate checks (or adjusts) a status write against the
+	// stored object, e.g. the transitions a status may make. An error fails
+	// the write as it is (an *api.Status: Conflict, Invalid, ...).
+	PrepareForStatusUpdate func(ctx context.Context, adm *Admission, obj, old T) error
 }
 
 // Define turns a typed Spec into a Kind.
@@ -159,6 +163,8 @@ func Define[T api.Resource](s Spec[T]) Kind {
 			err = s.PrepareForUpdate(ctx, adm, t, o)
 		case op == OpDelete && s.PrepareForDelete != nil:
 			err = s.PrepareForDelete(ctx, adm, t)
+		case op == OpUpdateStatus && old != nil && s.PrepareForStatusUpdate != nil:
+			err = s.PrepareForStatusUpdate(ctx, adm, t, o)
 		}
 		if err != nil {
 			return nil, nil, err
@@ -218,9 +224,13 @@ type Action struct {
 }
 
 // Verb is the authorization verb of the action: its name, or for the
-// unnamed collection action (DELETE on a collection) "deletecollection".
+// unnamed collection action "deletecollection" for DELETE on a collection
+// and "create" for POST (a create served by the kind).
 func (a *Action) Verb() string {
 	if a.Name == "" {
+		if a.Method == "POST" {
+			return authz.VerbCreate // a create with rules of its own
+		}
 		return strings.ToLower(a.Method) + "collection"
 	}
 	return a.Name

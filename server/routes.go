@@ -44,7 +44,7 @@ type route struct {
 //
 // A collection action (.../{plural}/{action}) is chosen over an object of
 // that name only when the method matches the action's; a collection action
-// with an empty name is served by a DELETE on the collection. Unknown paths
+// with an empty name is served by a DELETE (or a POST) on the collection. Unknown paths
 // and kinds return NotFound; a known path with the wrong method returns
 // MethodNotAllowed.
 //
@@ -102,7 +102,10 @@ func (s *Server) scopedRoute(method, path string, k *registry.Kind, ns string, s
 	switch len(segs) {
 	case 0:
 		rt.target = targetCollection
-		if method == http.MethodDelete {
+		// A kind may serve DELETE on its collection, and POST (a create
+		// with rules of its own, such as an Event with its Secret), by an
+		// unnamed collection action.
+		if method == http.MethodDelete || (method == http.MethodPost && ns != "") {
 			if a := findAction(k, "", method, true); a != nil {
 				rt.target, rt.action = targetAction, a
 			}

@@ -38,6 +38,7 @@ type flags struct {
 	advertise   string
 	controllers string
 	leaderTTL   time.Duration
+	events      controllers.Config
 	gcWorkers   int
 	logLevel    string
 	runtimeDir  string
@@ -69,6 +70,7 @@ everything but the probes needs a bearer token the API server accepts.`,
 	fs.StringVar(&f.controllers, "controllers", "true", "which controllers to run: true (all) or a list ("+strings.Join(controllers.Names(), ",")+")")
 	fs.DurationVar(&f.leaderTTL, "leader-ttl", 5*time.Second, "how long a dead leader blocks failover")
 	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
+	f.events.AddEventFlags(fs)
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.runtimeDir, "runtime-dir", defaultRuntimeDir(), "where the commands the controllers run keep their workspaces, state and logs (created mode 0700)")
 	return cmd
@@ -91,7 +93,10 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 	case f.advertise != "" && !httpURL(f.advertise):
 		return fmt.Errorf("--advertise-url %q: want http(s)://host[:port]", f.advertise)
 	}
-	ctrls, err := controllers.Select(controllers.List(controllers.Config{GCWorkers: f.gcWorkers}), f.controllers)
+	if err := f.controllersConfig().CheckEvents(); err != nil {
+		return err
+	}
+	ctrls, err := controllers.Select(controllers.List(f.controllersConfig()), f.controllers)
 	if err != nil {
 		return fmt.Errorf("--controllers: %w", err)
 	}
@@ -183,4 +188,11 @@ func defaultRuntimeDir() string {
 		return filepath.Join(".cairn", "controller-manager", "runtime")
 	}
 	return filepath.Join(home, ".cairn", "controller-manager", "runtime")
+}
+
+// controllersConfig is the controllers' configuration from the flags.
+func (f *flags) controllersConfig() controllers.Config {
+	cfg := f.events
+	cfg.GCWorkers = f.gcWorkers
+	return cfg
 }

@@ -4,14 +4,18 @@
 package root
 
 import (
+	"os"
+
 	"github.com/spf13/cobra"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/apply"
 	deletecmd "cairn.dev/cairn/cli/delete"
 	"cairn.dev/cairn/cli/describe"
+	"cairn.dev/cairn/cli/event"
 	"cairn.dev/cairn/cli/explain"
 	"cairn.dev/cairn/cli/get"
+	"cairn.dev/cairn/cli/logs"
 	"cairn.dev/cairn/cli/session"
 	"cairn.dev/cairn/cli/wait"
 	"cairn.dev/cairn/client"
@@ -43,8 +47,12 @@ func New(streams IOStreams, extra ...*cobra.Command) *cobra.Command {
 	pf.StringVar(&s.Server, "server", "", "the cairn server URL (default $"+client.EnvServer+", the config file, or "+client.DefaultServer+")")
 	pf.StringVar(&s.Token, "token", "", "the bearer token (default $"+client.EnvToken+" or the config file)")
 	pf.StringVar(&s.ConfigPath, "config", client.DefaultConfigPath(), "the client config file written by 'cairn server'")
-	pf.StringVarP(&s.Namespace, "namespace", "n", api.DefaultNamespace, "the namespace of namespaced objects")
-	for _, c := range []*cobra.Command{apply.New(s), get.New(s), describe.New(s), deletecmd.New(s), wait.New(s), explain.New(s)} {
+	ns := api.DefaultNamespace
+	if v := os.Getenv("CAIRN_NAMESPACE"); v != "" { // inside an event's worker: its namespace
+		ns = v
+	}
+	pf.StringVarP(&s.Namespace, "namespace", "n", ns, "the namespace of namespaced objects (default $CAIRN_NAMESPACE or default)")
+	for _, c := range []*cobra.Command{apply.New(s), get.New(s), describe.New(s), deletecmd.New(s), wait.New(s), explain.New(s), event.New(s), logs.New(s)} {
 		explainErrors(c)
 		cmd.AddCommand(c)
 	}

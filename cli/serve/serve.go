@@ -33,6 +33,7 @@ type flags struct {
 	compactionInterval time.Duration
 	bookmarkInterval   time.Duration
 	leaderTTL          time.Duration
+	events             controllers.Config
 	gcWorkers          int
 	logLevel           string
 	writeConfig        bool
@@ -112,6 +113,7 @@ cairn commands read.`,
 	fs.DurationVar(&f.bookmarkInterval, "bookmark-interval", 30*time.Second, "how often watches receive a BOOKMARK")
 	fs.DurationVar(&f.leaderTTL, "leader-ttl", 5*time.Second, "how long a dead leader blocks failover")
 	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
+	f.events.AddEventFlags(fs)
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&f.writeConfig, "write-config", true, "write ~/.cairn/config (server and admin token) when it does not exist")
 
@@ -157,7 +159,10 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	if f.gcWorkers < 0 {
 		return fmt.Errorf("--gc-workers must not be negative, got %d", f.gcWorkers)
 	}
-	ctrls, err := controllers.Select(controllers.List(controllers.Config{GCWorkers: f.gcWorkers}), f.controllers)
+	if err := f.controllersConfig().CheckEvents(); err != nil {
+		return err
+	}
+	ctrls, err := controllers.Select(controllers.List(f.controllersConfig()), f.controllers)
 	if err != nil {
 		return fmt.Errorf("--controllers: %w", err)
 	}
@@ -227,4 +232,11 @@ func noLimitIfZero[T int | int64 | time.Duration](v T) T {
 		return -1
 	}
 	return v
+}
+
+// controllersConfig is the controllers' configuration from the flags.
+func (f *flags) controllersConfig() controllers.Config {
+	cfg := f.events
+	cfg.GCWorkers = f.gcWorkers
+	return cfg
 }

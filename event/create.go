@@ -1,0 +1,338 @@
+package event
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/auth"
+	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/registry"
+	"cairn.dev/cairn/store"
+)
+
+// maxCreateAttempts bounds the attempts of one event's creation: a
+// generated name that collided, or a project or secret that changed
+// between the snapshot and the commit.
+const maxCreateAttempts = 5
+
+// handleCreate serves POST /namespaces/{ns}/events.
+func (s *Service) handleCreate(ctx context.Context, req registry.ActionRequest) (registry.ActionResult, error) {
+	ev, err := decodeBody(req.Body)
+	if err != nil {
+		return registry.ActionResult{}, err
+	}
+	if ev.Namespace != "" && ev.Namespace != req.Namespace {
+		return registry.ActionResult{}, api.NewBadRequest("metadata.namespace %q does not match the namespace of the path %q", ev.Namespace, req.Namespace)
+	}
+	ev.Namespace = req.Namespace
+	if ev.Spec.Project != "" {
+		out, err := s.create(ctx, ev)
+		if err != nil {
+			return registry.ActionResult{}, err
+		}
+		return registry.ActionResult{Code: http.StatusCreated, Object: out}, nil
+	}
+	list, err := s.FanOut(ctx, ev)
+	if err != nil {
+		return registry.ActionResult{}, err
+	}
+	return registry.ActionResult{Code: http.StatusCreated, Object: list}, nil
+}
+
+// decodeBody reads an Event from a request body, refusing unknown fields.
+func decodeBody(body []byte) (*api.Event, error) {
+	var ev api.Event
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ev); err != nil {
+		return nil, api.NewBadRequest("the body is not an Event: %v", err)
+	}
+	if ev.Kind != "" && ev.Kind != api.KindEvent {
+		return nil, api.NewBadRequest("the body is a %s, want an Event", ev.Kind)
+	}
+	if ev.APIVersion != "" && ev.APIVersion != api.APIVersion {
+		return nil, api.NewBadRequest("apiVersion %q is not served, want %s", ev.APIVersion, api.APIVersion)
+	}
+	return &ev, nil
+}
+
+// Create stores one Event for the project ev.Spec.Project, following the
+// seed's "Event is Created by an API Call": the worker is copied from the
+// project's template, the worker is PENDING, and the event's Secret (a
+// point-in-time copy of the project's secrets plus a fresh worker token,
+// owned by the Event), the Event and the token's registration (its hash
+// only) are committed in one etcd transaction, guarded so that the project
+// and its secrets are as they were read. Nothing is written when any part
+// fails. The stored Event is the queue entry: the scheduler takes PENDING
+// events from the store.
+//
+// The caller must be authorized to create events (the endpoint is); the
+// writes themselves are the system's. It blocks on the store: one read of
+// the project and one per secret, then the transaction (retried when a
+// generated name collides or the snapshot changed meanwhile). Errors:
+// Invalid (the project does not exist; a secret it names does not; a
+// secret key is the token's; the event's own fields), BadRequest,
+// NotFound (the namespace), Conflict (the project kept changing), and the
+// store's.
+func (s *Service) Create(ctx context.Context, ev *api.Event) (*api.Event, error) {
+	obj, err := s.create(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	return decodeEvent(obj)
+}
+
+// create is Create, answering the stored object.
+func (s *Service) create(ctx context.Context, ev *api.Event) (*api.Object, error) {
+	reg, err := s.registry()
+	if err != nil {
+		return nil, err
+	}
+	sys := system(ctx)
+	key := ev.Namespace + "/" + ev.Spec.Project
+	for attempt := 1; ; attempt++ {
+		// The snapshot of the last event of this project is reused: the
+		// transaction is guarded on the project and its secrets being at
+		// the snapshot's versions, so a stale one fails it (Conflict), and
+		// the next attempt reads afresh.
+		sn := s.cachedSnapshot(key)
+		if sn == nil || attempt > 1 {
+			if sn, err = readSnapshot(sys, reg, ev.Namespace, ev.Spec.Project); err != nil {
+				s.dropSnapshot(key)
+				return nil, err
+			}
+			s.keepSnapshot(key, sn)
+		}
+		out, err := s.createFor(sys, reg, ev, sn)
+		if errors.Is(err, api.ErrConflict) {
+			s.dropSnapshot(key)
+		}
+		retry := errors.Is(err, api.ErrConflict) || (errors.Is(err, api.ErrAlreadyExists) && ev.Name == "")
+		if err == nil || !retry || attempt == maxCreateAttempts {
+			return out, err
+		}
+	}
+}
+
+// snapshot is a project and its secrets as read at one time.
+type snapshot struct {
+	project *api.Project
+	pobj    *api.Object
+	secrets []*api.Object // in the order of spec.secrets
+}
+
+// maxSnapshots bounds the snapshot cache.
+const maxSnapshots = 1024
+
+func (s *Service) cachedSnapshot(key string) *snapshot {
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	return s.snaps[key]
+}
+
+func (s *Service) keepSnapshot(key string, sn *snapshot) {
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	if len(s.snaps) >= maxSnapshots {
+		clear(s.snaps)
+	}
+	s.snaps[key] = sn
+}
+
+func (s *Service) dropSnapshot(key string) {
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	delete(s.snaps, key)
+}
+
+// readSnapshot reads the project ns/name and the secrets it names.
+// Errors: Invalid when the project or one of its secrets does not exist.
+func readSnapshot(ctx context.Context, reg *registry.Registry, ns, name string) (*snapshot, error) {
+	p, pobj, err := readProject(ctx, reg, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	sn := &snapshot{project: p, pobj: pobj}
+	for i, sname := range p.Spec.Secrets {
+		obj, err := reg.Get(ctx, api.KindSecret, ns, sname)
+		if errors.Is(err, api.ErrNotFound) {
+			return nil, api.NewInvalid(api.KindEvent, "", field.ErrorList{field.Invalid(field.NewPath("spec", "project"), p.Name,
+				fmt.Sprintf("the project's spec.secrets[%d] names Secret %s, which does not exist", i, sname))})
+		}
+		if err != nil {
+			return nil, err
+		}
+		sn.secrets = append(sn.secrets, obj)
+	}
+	return sn, nil
+}
+
+func readProject(ctx context.Context, reg *registry.Registry, ns, name string) (*api.Project, *api.Object, error) {
+	obj, err := reg.Get(ctx, api.KindProject, ns, name)
+	if errors.Is(err, api.ErrNotFound) {
+		return nil, nil, api.NewInvalid(api.KindEvent, "", field.ErrorList{field.NotFound(field.NewPath("spec", "project"), name)})
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var p api.Project
+	if err := obj.Into(&p); err != nil {
+		return nil, nil, fmt.Errorf("event: stored project %q does not decode: %w", name, err)
+	}
+	return &p, obj, nil
+}
+
+// FanOut creates one Event per Project of ev's namespace whose
+// subscriptions match ev (api.EventSubscription.Match), each as Create
+// does, and returns them as an EventList, possibly empty. Projects are
+// taken in name order; a failure stops there and is returned (the events
+// created before it stay, each whole). It blocks on one list of the
+// projects and on each creation. Errors: as Create.
+func (s *Service) FanOut(ctx context.Context, ev *api.Event) (*api.List, error) {
+	reg, err := s.registry()
+	if err != nil {
+		return nil, err
+	}
+	l, err := reg.List(system(ctx), api.KindProject, ev.Namespace, api.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []*api.Object
+	for _, obj := range l.Items {
+		var p api.Project
+		if err := obj.Into(&p); err != nil {
+			return nil, fmt.Errorf("event: stored project %q does not decode: %w", obj.Name, err)
+		}
+		if !slices.ContainsFunc(p.Spec.EventSubscriptions, func(sub api.EventSubscription) bool {
+			return sub.Match(ev.Spec.Source, ev.Spec.Type, ev.Spec.Qualifiers, ev.Spec.Labels)
+		}) {
+			continue
+		}
+		one := *ev
+		one.Spec.Project = p.Name
+		obj, err := s.create(ctx, &one)
+		if err != nil {
+			return nil, fmt.Errorf("event for project %s: %w", p.Name, err)
+		}
+		out = append(out, obj)
+	}
+	return eventList(out), nil
+}
+
+// createFor is one attempt of Create over the snapshot sn.
+func (s *Service) createFor(ctx context.Context, reg *registry.Registry, in *api.Event, sn *snapshot) (*api.Object, error) {
+	if len(in.Spec.Worker.Command) > 0 || in.Spec.Worker.Image != "" {
+		return nil, api.NewInvalid(api.KindEvent, in.Name, field.ErrorList{field.Forbidden(field.NewPath("spec", "worker"),
+			"the worker is copied from the project's workerTemplate")})
+	}
+	p := sn.project
+	conds := []store.Cond{unchanged(api.KindProject, sn.pobj)}
+	data := map[string][]byte{}
+	from := map[string]string{}
+	for _, obj := range sn.secrets {
+		name := obj.Name
+		var sec api.Secret
+		if err := obj.Into(&sec); err != nil {
+			return nil, fmt.Errorf("event: stored secret %q does not decode: %w", name, err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(sec.Data)) {
+			switch {
+			case k == api.EventTokenKey:
+				return nil, api.NewInvalid(api.KindEvent, in.Name, field.ErrorList{field.Invalid(field.NewPath("spec", "project"), p.Name,
+					fmt.Sprintf("the project's Secret %s has the key %s, which is the worker token's", name, k))})
+			case from[k] != "":
+				return nil, api.NewInvalid(api.KindEvent, in.Name, field.ErrorList{field.Invalid(field.NewPath("spec", "project"), p.Name,
+					fmt.Sprintf("the project's Secrets %s and %s both have the key %s", from[k], name, k))})
+			}
+			data[k], from[k] = sec.Data[k], name
+		}
+		conds = append(conds, unchanged(api.KindSecret, obj))
+	}
+	token, err := auth.NewToken()
+	if err != nil {
+		return nil, err
+	}
+	data[api.EventTokenKey] = []byte(token)
+
+	ev := &api.Event{ObjectMeta: in.ObjectMeta, Spec: in.Spec}
+	ev.APIVersion, ev.Kind = api.APIVersion, api.KindEvent
+	ev.Spec.Worker = *p.Spec.WorkerTemplate.DeepCopy()
+	if ev.Name == "" {
+		prefix := ev.GenerateName
+		if prefix == "" {
+			prefix = p.Name + "-"
+		}
+		if len(prefix) > 58 {
+			prefix = prefix[:58]
+		}
+		ev.Name = prefix + suffix()
+	}
+	ev.GenerateName = ""
+	ev.Annotations = maps.Clone(ev.Annotations)
+	if ev.Annotations == nil {
+		ev.Annotations = map[string]string{}
+	}
+	ev.Annotations[api.AnnotationTokenHash] = auth.Hash(token)
+	ev.Labels = maps.Clone(ev.Labels)
+	if ev.Labels == nil {
+		ev.Labels = map[string]string{}
+	}
+	ev.Labels[api.LabelEventProject] = p.Name
+	evObj, err := api.FromResource(ev)
+	if err != nil {
+		return nil, err
+	}
+	txn := reg.Txn()
+	pending := txn.Create(evObj)
+	secObj, err := api.FromResource(&api.Secret{
+		TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindSecret},
+		ObjectMeta: api.ObjectMeta{Name: ev.Name, Namespace: ev.Namespace,
+			Labels:          map[string]string{api.LabelEventProject: p.Name},
+			OwnerReferences: []api.OwnerReference{api.OwnerRefTo(pending, true)}},
+		Type: "cairn.dev/event",
+		Data: data,
+	})
+	if err != nil {
+		return nil, err
+	}
+	txn.Create(secObj)
+	txn.Also(conds, auth.TokenOp(token, TokenUser(ev.Namespace, ev.Name)))
+	res, err := txn.Commit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return res[0].Object, nil
+}
+
+// TokenUser is the identity an event's worker token is registered as.
+func TokenUser(ns, name string) identity.User {
+	return identity.User{Name: "event:" + ns + "/" + name, Scope: ns + "/" + name}
+}
+
+// unchanged guards a transaction on obj (of kind) being as it was read.
+func unchanged(kind string, obj *api.Object) store.Cond {
+	rev, _ := strconv.ParseInt(obj.ResourceVersion, 10, 64)
+	return store.Unchanged(registry.KeyPrefix+api.Plural(kind)+"/"+obj.Namespace+"/"+obj.Name, rev)
+}
+
+// suffix is a random name suffix of 5 lower-case letters and digits.
+func suffix() string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}

@@ -1,0 +1,147 @@
+// Package event holds the rules of cairn's event API (Brigade's service
+// layer): creating an Event for one project or for every subscribed one,
+// each together with its Secret and its worker's token in one etcd
+// transaction; cancelling one or many; deleting many; the jobs a worker
+// creates; the logs of workers and jobs; and what a worker's token may do.
+// The HTTP server only maps requests to it: the Service's endpoints are the
+// Event kind's actions (Actions), its authorization rule is a registry rule
+// (Authorize) and its token check is the authenticator's (CheckToken).
+//
+// Persistence is the registry's (the store), processes the runtime's (the
+// substrate): this package decides, they keep.
+package event
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/registry"
+	"cairn.dev/cairn/runtime"
+)
+
+// Options configures a Service. The zero value is usable.
+type Options struct {
+	// Now is the clock of the times the service writes; default time.Now.
+	Now func() time.Time
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Service serves the event endpoints. Build it with New, give its Actions
+// to the Event kind and its Authorize rule to the registry, then Bind it
+// to the registry built with them (and to the runtime holding the logs).
+// It is safe for concurrent use.
+type Service struct {
+	opts Options
+
+	mu  sync.RWMutex
+	reg *registry.Registry
+	rt  runtime.Runtime
+
+	// grants caches, by token scope, what CheckToken found for it last:
+	// the project's workerPermissions, for the Authorize rule (which must
+	// not block). Every authenticated request of a scoped token refreshes
+	// its entry first.
+	grantsMu sync.Mutex
+	grants   map[string]grant
+
+	// snaps caches, by "ns/project", the last snapshot of a project and
+	// its secrets that an event was created from (see Create).
+	snapMu sync.Mutex
+	snaps  map[string]*snapshot
+}
+
+// New returns a Service that serves nothing until Bind.
+func New(opts Options) *Service {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Service{opts: opts, grants: map[string]grant{}, snaps: map[string]*snapshot{}}
+}
+
+// Bind gives the service the registry it acts on and the runtime whose
+// logs it serves (nil: logs are answered 503, as on an API server that runs
+// no controllers). Call it once the registry is built, before serving.
+func (s *Service) Bind(reg *registry.Registry, rt runtime.Runtime) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reg, s.rt = reg, rt
+}
+
+func (s *Service) registry() (*registry.Registry, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.reg == nil {
+		return nil, api.NewStatus(api.ReasonUnavailable, "the event service is not ready")
+	}
+	return s.reg, nil
+}
+
+func (s *Service) runtime() runtime.Runtime {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rt
+}
+
+// system is ctx acting as the system: the service's own reads and writes,
+// after the caller was authorized for the endpoint.
+func system(ctx context.Context) context.Context { return identity.With(ctx, identity.System()) }
+
+// Actions are the Event kind's endpoints:
+//
+//	POST   /namespaces/{ns}/events                  create (one, or fan-out)
+//	POST   /namespaces/{ns}/events/{name}/cancel    cancel one
+//	POST   /namespaces/{ns}/events/cancel           cancel many (?project=&phases=)
+//	DELETE /namespaces/{ns}/events                  delete many (?project=&phases=)
+//	POST   /namespaces/{ns}/events/{name}/jobs      a worker creates a job
+//	GET    /namespaces/{ns}/events/{name}/logs      worker or job logs (?job=&follow=)
+//	GET    /namespaces/{ns}/events/search           list by project, source, type, phases, labels
+func (s *Service) Actions() []registry.Action {
+	return []registry.Action{
+		{Name: "", Method: http.MethodPost, Collection: true, Handle: s.handleCreate},
+		{Name: "cancel", Method: http.MethodPost, Handle: s.handleCancel},
+		{Name: "cancel", Method: http.MethodPost, Collection: true, Handle: s.handleCancelMany},
+		{Name: "", Method: http.MethodDelete, Collection: true, Handle: s.handleDeleteMany},
+		{Name: "jobs", Method: http.MethodPost, Handle: s.handleJob},
+		{Name: "logs", Method: http.MethodGet, Handle: s.handleLogs},
+		{Name: "search", Method: http.MethodGet, Collection: true, Handle: s.handleSearch},
+	}
+}
+
+// getEvent reads the event ns/name as the system.
+func (s *Service) getEvent(ctx context.Context, ns, name string) (*api.Event, error) {
+	reg, err := s.registry()
+	if err != nil {
+		return nil, err
+	}
+	obj, err := reg.Get(system(ctx), api.KindEvent, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	return decodeEvent(obj)
+}
+
+func decodeEvent(obj *api.Object) (*api.Event, error) {
+	var ev api.Event
+	if err := obj.Into(&ev); err != nil {
+		return nil, fmt.Errorf("event: stored event %q does not decode: %w", obj.Name, err)
+	}
+	return &ev, nil
+}
+
+// eventList is the EventList of evs.
+func eventList(evs []*api.Object) *api.List {
+	if evs == nil {
+		evs = []*api.Object{}
+	}
+	return &api.List{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindEvent + "List"}, Items: evs}
+}

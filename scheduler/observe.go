@@ -1,0 +1,408 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controller"
+	"cairn.dev/cairn/runtime"
+	"cairn.dev/cairn/trace"
+)
+
+// errNoSecret: the event's Secret is missing, so its worker cannot get
+// its data: SCHEDULING_FAILED.
+var errNoSecret = errors.New("the event's Secret does not exist")
+
+// action is one plan with the unit it is about.
+type action struct {
+	unit string
+	plan Plan
+	// live: the unit runs (and is not being killed): wait on it.
+	live bool
+}
+
+func live(u Unit, p Plan) bool { return u.Exists && !u.State.Phase.Done() && !p.Kill }
+
+// reconcile observes one event: it starts what the scheduler claimed,
+// writes what the units' states say, kills and cleans up. Level-based: it
+// reads the event from the cache and the units from the runtime.
+func (s *Scheduler) reconcile(ctx context.Context, key string) (controller.Result, error) {
+	ns, name, _ := strings.Cut(key, "/")
+	trace.Object(ctx, api.KindEvent, ns, name)
+	obj, ok := s.events.Get(ns, name)
+	if !ok {
+		trace.Check(ctx, "the event is not in the cache: presumed deleted")
+		return controller.Result{}, s.gone(ctx, key)
+	}
+	var ev api.Event
+	if err := obj.Into(&ev); err != nil {
+		return controller.Result{}, controller.Terminal(fmt.Errorf("scheduler: event %s does not decode: %w", key, err))
+	}
+	if ev.Deleting() {
+		trace.Check(ctx, "the event is being deleted")
+		trace.Action(ctx, "removed its runtime resources at once (logs too)")
+		return controller.Result{}, s.removeUnits(ctx, ev.UID)
+	}
+	now := s.opts.Now()
+	next := ev
+	next.Status.Jobs = append([]api.JobStatus(nil), ev.Status.Jobs...)
+	var acts []action
+
+	// The worker.
+	w := ev.Status.Worker
+	if w.Phase == api.PhasePending {
+		if wait, ok := s.Waiting(key); ok {
+			trace.Exit(ctx, "PENDING, %s", wait)
+		} else {
+			trace.Exit(ctx, "PENDING: in the queue, the scheduler claims it when capacity allows")
+		}
+		return controller.Result{}, nil
+	}
+	id := unitFor(&ev, "")
+	o := Observed{Phase: w.Phase, Ended: w.Ended, Timeout: timeout(ev.Spec.Worker)}
+	var err error
+	if o.Unit, err = s.unit(ctx, id); err != nil {
+		return controller.Result{}, err
+	}
+	o.Cleaned = s.isCleaned(id)
+	trace.Check(ctx, "worker is %s; its unit: %s", w.Phase, o.Unit)
+	p := Decide(o, now, s.opts.GracePeriod)
+	if p.Start {
+		trace.Subflow(ctx, "start the worker")
+		p, o.Unit = s.startAndDecide(ctx, &ev, "", ev.Spec.Worker, o, now)
+	}
+	trace.Check(ctx, "worker: %s", p.Why)
+	applyWorker(&next.Status.Worker, p)
+	acts = append(acts, action{id, p, live(o.Unit, p)})
+
+	// The jobs.
+	for i, j := range ev.Status.Jobs {
+		jid := unitFor(&ev, j.Name)
+		if j.Phase == api.PhasePending {
+			if next.Status.Worker.Phase.Terminal() {
+				next.Status.Jobs[i].Phase, next.Status.Jobs[i].Reason = api.PhaseCanceled, "its worker ended before it started"
+				next.Status.Jobs[i].Ended = now.UTC()
+				trace.Action(ctx, "job %s: CANCELED, its worker ended before it started", j.Name)
+			}
+			continue
+		}
+		jo := Observed{Phase: j.Phase, Ended: j.Ended, Cleaned: s.isCleaned(jid)}
+		if jo.Unit, err = s.unit(ctx, jid); err != nil {
+			return controller.Result{}, err
+		}
+		jp := Decide(jo, now, s.opts.GracePeriod)
+		if jp.Start {
+			jp, jo.Unit = s.startAndDecide(ctx, &ev, j.Name, j.Spec, jo, now)
+		}
+		trace.Check(ctx, "job %s is %s; its unit: %s: %s", j.Name, j.Phase, jo.Unit, jp.Why)
+		applyJob(&next.Status.Jobs[i], jp)
+		acts = append(acts, action{jid, jp, live(jo.Unit, jp)})
+	}
+
+	// Use the API to update the state (the seed's first step of every
+	// observation), then act on the runtime.
+	if changedStatus(&ev.Status, &next.Status) {
+		_, err := client.For[*api.Event](s.c).UpdateStatus(ctx, &next)
+		switch {
+		case errors.Is(err, api.ErrNotFound):
+			trace.Exit(ctx, "404 writing the status: presumed deleted, its runtime resources go at once")
+			return controller.Result{}, s.removeUnits(ctx, ev.UID)
+		case errors.Is(err, api.ErrConflict):
+			return s.conflict(ctx, key, &ev)
+		case err != nil:
+			return controller.Result{}, err
+		}
+		trace.Action(ctx, "worker %s%s", next.Status.Worker.Phase, jobsSummary(&next.Status))
+	}
+	var requeue time.Time
+	for _, a := range acts {
+		at, err := s.act(ctx, key, a)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		requeue = earliest(requeue, at)
+	}
+	if requeue.IsZero() {
+		trace.Exit(ctx, "worker %s: nothing to wait for", next.Status.Worker.Phase)
+		return controller.Result{}, nil
+	}
+	d := max(requeue.Sub(now), 10*time.Millisecond)
+	trace.Exit(ctx, "worker %s: look again in %s", next.Status.Worker.Phase, d.Round(time.Millisecond))
+	return controller.Result{RequeueAfter: d}, nil
+}
+
+// conflict is the seed's 409: the status changed under the write. Read it
+// again: gone → presumed deleted; a terminal worker → treat it as canceled
+// or aborted (kill and clean up at once); otherwise the cache was behind,
+// so try again.
+func (s *Scheduler) conflict(ctx context.Context, key string, ev *api.Event) (controller.Result, error) {
+	cur, err := client.For[*api.Event](s.c).Get(ctx, ev.Namespace, ev.Name)
+	switch {
+	case errors.Is(err, api.ErrNotFound):
+		trace.Exit(ctx, "409 then 404: presumed deleted, its runtime resources go at once")
+		return controller.Result{}, s.removeUnits(ctx, ev.UID)
+	case err != nil:
+		return controller.Result{}, err
+	case cur.UID != ev.UID:
+		return controller.Result{}, s.removeUnits(ctx, ev.UID)
+	case cur.Status.Worker.Phase.Terminal():
+		trace.Exit(ctx, "409: the worker is already %s: treated as canceled/aborted, its units killed and cleaned up at once", cur.Status.Worker.Phase)
+		return controller.Result{}, s.killAll(ctx, cur)
+	}
+	return controller.Result{}, fmt.Errorf("scheduler: event %s changed while being observed; trying again", key)
+}
+
+// killAll kills and cleans up every unit of ev at once.
+func (s *Scheduler) killAll(ctx context.Context, ev *api.Event) error {
+	ids := []string{unitFor(ev, "")}
+	for _, j := range ev.Status.Jobs {
+		ids = append(ids, unitFor(ev, j.Name))
+	}
+	for _, id := range ids {
+		if err := s.rt.Cleanup(ctx, id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			return err
+		}
+		s.markCleaned(id)
+	}
+	return nil
+}
+
+// startAndDecide starts a claimed worker (job "") or job and decides again
+// from the state it started in. A command that cannot run fails it with
+// the reason; an event without its Secret fails scheduling.
+func (s *Scheduler) startAndDecide(ctx context.Context, ev *api.Event, job string, spec api.WorkerSpec, o Observed, now time.Time) (Plan, Unit) {
+	st, err := s.start(ctx, ev, job, spec)
+	var se *StartError
+	switch {
+	case errors.As(err, &se):
+		trace.Check(ctx, "failed to start: %s", se.Reason)
+		return Plan{Phase: api.PhaseFailed, Reason: "failed to start: " + se.Reason, Ended: now, Why: "it could not start"}, Unit{}
+	case errors.Is(err, errNoSecret), errors.Is(err, runtime.ErrInvalid):
+		trace.Check(ctx, "cannot be scheduled: %v", err)
+		return Plan{Phase: api.PhaseSchedulingFailed, Reason: err.Error(), Ended: now, Why: "it cannot be scheduled"}, Unit{}
+	case err != nil:
+		trace.Check(ctx, "starting failed, will retry: %v", err)
+		return Plan{RecheckAt: now.Add(recheck), Why: "the runtime did not start it: " + err.Error()}, Unit{}
+	}
+	trace.Action(ctx, "started its unit on the runtime")
+	o.Unit = Unit{Exists: true, State: st}
+	return Decide(o, now, s.opts.GracePeriod), o.Unit
+}
+
+// start starts the unit of ev's worker (job "") or job, or finds it
+// started (a restart never starts a unit twice: the runtime keeps its ID).
+func (s *Scheduler) start(ctx context.Context, ev *api.Event, job string, spec api.WorkerSpec) (runtime.State, error) {
+	sec, err := client.For[*api.Secret](s.c).Get(ctx, ev.Namespace, ev.Name)
+	if errors.Is(err, api.ErrNotFound) || (err == nil && !ownedBy(sec, ev.UID)) {
+		return runtime.State{}, errNoSecret
+	}
+	if err != nil {
+		return runtime.State{}, err
+	}
+	us, err := s.opts.BuildUnit(UnitInput{Event: ev, Job: job, Spec: spec, Secrets: sec.Data, Server: s.opts.APIServer, Path: s.opts.Path})
+	if err != nil {
+		return runtime.State{}, err
+	}
+	st, err := s.rt.Start(ctx, us)
+	if errors.Is(err, runtime.ErrExists) {
+		st, err = s.rt.State(ctx, us.ID)
+	}
+	if err != nil {
+		return runtime.State{}, err
+	}
+	return st, nil
+}
+
+func ownedBy(sec *api.Secret, uid string) bool {
+	for _, r := range sec.OwnerReferences {
+		if r.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// act carries a plan out on the runtime: kill, clean up now or say when,
+// and have a goroutine wait on a running unit. It returns when to look
+// again (zero: not needed).
+func (s *Scheduler) act(ctx context.Context, key string, a action) (time.Time, error) {
+	p, now := a.plan, s.opts.Now()
+	if p.Kill {
+		if err := s.rt.Kill(ctx, a.unit); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			return time.Time{}, err
+		}
+		trace.Action(ctx, "killed unit %s and its process group", a.unit)
+	}
+	next := p.RecheckAt
+	if a.live {
+		s.watch(ctx, key, a.unit)
+	}
+	switch {
+	case p.CleanupAt.IsZero():
+	case !p.CleanupAt.After(now):
+		if err := s.rt.Cleanup(ctx, a.unit); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			return time.Time{}, err
+		}
+		if !s.isCleaned(a.unit) {
+			trace.Action(ctx, "cleaned up unit %s (its logs stay until the event is deleted)", a.unit)
+		}
+		s.markCleaned(a.unit)
+	default:
+		trace.Check(ctx, "unit %s is cleaned up at %s (grace period)", a.unit, p.CleanupAt.UTC().Format(time.RFC3339))
+		next = earliest(next, p.CleanupAt)
+	}
+	return next, nil
+}
+
+// watch has a goroutine wait for the unit to end and enqueue the event
+// then, once per unit.
+func (s *Scheduler) watch(ctx context.Context, key, id string) {
+	s.mu.Lock()
+	if s.watching[id] {
+		s.mu.Unlock()
+		return
+	}
+	s.watching[id] = true
+	s.mu.Unlock()
+	s.waiters.Add(1)
+	go func() {
+		defer s.waiters.Done()
+		_, _ = s.rt.Wait(ctx, id)
+		s.mu.Lock()
+		delete(s.watching, id)
+		s.mu.Unlock()
+		s.ctrl.Enqueue(key)
+	}()
+}
+
+// gone removes the units of a deleted event, known by its last uid.
+func (s *Scheduler) gone(ctx context.Context, key string) error {
+	s.mu.Lock()
+	uid := s.uids[key]
+	delete(s.uids, key)
+	delete(s.waiting, key)
+	s.mu.Unlock()
+	if uid == "" {
+		return nil
+	}
+	trace.Action(ctx, "removed its runtime resources at once (logs too)")
+	return s.removeUnits(ctx, uid)
+}
+
+// removeUnits removes every unit of the event uid, logs included.
+func (s *Scheduler) removeUnits(ctx context.Context, uid string) error {
+	units, err := s.rt.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, u := range units {
+		if got, ok := eventUID(u.ID); ok && got == uid {
+			if err := s.rt.Remove(ctx, u.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+				return err
+			}
+			s.mu.Lock()
+			delete(s.cleaned, u.ID)
+			s.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+func (s *Scheduler) unit(ctx context.Context, id string) (Unit, error) {
+	st, err := s.rt.State(ctx, id)
+	if errors.Is(err, runtime.ErrNotFound) {
+		return Unit{}, nil
+	}
+	if err != nil {
+		return Unit{}, err
+	}
+	return Unit{Exists: true, State: st}, nil
+}
+
+func (s *Scheduler) isCleaned(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cleaned[id]
+}
+
+func (s *Scheduler) markCleaned(id string) {
+	s.mu.Lock()
+	s.cleaned[id] = true
+	s.mu.Unlock()
+}
+
+func timeout(w api.WorkerSpec) time.Duration {
+	if w.Timeout == nil {
+		return 0
+	}
+	return w.Timeout.Duration
+}
+
+// applyWorker writes a plan's phase into a worker's status, when the
+// transition is allowed.
+func applyWorker(w *api.WorkerStatus, p Plan) {
+	if p.Phase == "" || !api.Transition(w.Phase, p.Phase) {
+		return
+	}
+	w.Phase, w.Reason = p.Phase, p.Reason
+	if p.ExitCode != nil {
+		w.ExitCode = p.ExitCode
+	}
+	if !p.Started.IsZero() && w.Started.IsZero() {
+		w.Started = p.Started.UTC()
+	}
+	if !p.Ended.IsZero() {
+		w.Ended = p.Ended.UTC()
+	}
+}
+
+func applyJob(j *api.JobStatus, p Plan) {
+	w := api.WorkerStatus{Phase: j.Phase, Started: j.Started, Ended: j.Ended, Reason: j.Reason, ExitCode: j.ExitCode}
+	applyWorker(&w, p)
+	j.Phase, j.Started, j.Ended, j.Reason, j.ExitCode = w.Phase, w.Started, w.Ended, w.Reason, w.ExitCode
+}
+
+func changedStatus(a, b *api.EventStatus) bool {
+	if statusKey(a.Worker.Phase, a.Worker.Started, a.Worker.Ended, a.Worker.Reason) !=
+		statusKey(b.Worker.Phase, b.Worker.Started, b.Worker.Ended, b.Worker.Reason) {
+		return true
+	}
+	for i := range a.Jobs {
+		x, y := a.Jobs[i], b.Jobs[i]
+		if statusKey(x.Phase, x.Started, x.Ended, x.Reason) != statusKey(y.Phase, y.Started, y.Ended, y.Reason) {
+			return true
+		}
+	}
+	return false
+}
+
+func statusKey(p api.EventPhase, started, ended time.Time, reason string) string {
+	return fmt.Sprintf("%s|%d|%d|%s", p, started.UnixNano(), ended.UnixNano(), reason)
+}
+
+func jobsSummary(st *api.EventStatus) string {
+	if len(st.Jobs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("; jobs")
+	for _, j := range st.Jobs {
+		fmt.Fprintf(&b, " %s=%s", j.Name, j.Phase)
+	}
+	return b.String()
+}
+
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
+	}
+	return b
+}

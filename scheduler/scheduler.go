@@ -1,0 +1,276 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controller"
+	"cairn.dev/cairn/informer"
+	"cairn.dev/cairn/runtime"
+	"cairn.dev/cairn/trace"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxWorkers  = 16
+	DefaultMaxJobs     = 32
+	DefaultGracePeriod = 60 * time.Second
+)
+
+// passInterval is how often the scheduler looks at the queue when nothing
+// changes (a safety net: every change of an Event or Project kicks it).
+const passInterval = 5 * time.Second
+
+// Options configures a Scheduler.
+type Options struct {
+	// MaxWorkers and MaxJobs bound the workers and the jobs running at once
+	// over every project; defaults DefaultMaxWorkers and DefaultMaxJobs.
+	// A project's maxConcurrentWorkers and maxConcurrentJobs bound its own.
+	MaxWorkers int
+	MaxJobs    int
+	// GracePeriod is how long after a worker or job ended by itself
+	// (SUCCEEDED, FAILED) its runtime resources are cleaned up; default
+	// DefaultGracePeriod. Deleted, aborted, canceled and timed-out ones go
+	// at once. Logs stay until the event is deleted.
+	GracePeriod time.Duration
+	// Workers is the number of events observed concurrently; default 8.
+	Workers int
+	// Runtime runs the units. Required.
+	Runtime runtime.Runtime
+	// APIServer is the URL units reach the API at (CAIRN_SERVER).
+	APIServer string
+	// Path is the PATH of units whose spec sets none; default this
+	// process's.
+	Path string
+	// BuildUnit turns a worker or job into the runtime's spec; default
+	// UnitSpec (local processes). A cluster runtime brings its own (an
+	// image, secrets mounted as files); the scheduler and the observer stay
+	// as they are. A *StartError fails the worker or job with its reason.
+	BuildUnit func(UnitInput) (runtime.Spec, error)
+	// Informers is the shared informer factory; nil: one of its own.
+	Informers *informer.Factory
+	// Traces keeps the observer's reconciles for `cairn explain`.
+	Traces *trace.Store
+	// Logger; default slog.Default(). Metrics: the work queue's and
+	// cairn_events_queued, cairn_events_running, cairn_events_claims_total.
+	Logger  *slog.Logger
+	Metrics prometheus.Registerer
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Scheduler is the event scheduler and observer: one controller keyed by
+// event ("ns/name"), fed by the Event informer, and one scheduling loop
+// over the queue of PENDING events. It acts through the client (status
+// writes with compare-and-swap) and the runtime.
+type Scheduler struct {
+	c    client.Interface
+	rt   runtime.Runtime
+	opts Options
+	log  *slog.Logger
+	m    *metrics
+
+	ctrl     *controller.Controller
+	factory  *informer.Factory
+	events   *informer.Informer
+	projects *informer.Informer
+	kick     chan struct{}
+	started  atomic.Bool
+	waiters  sync.WaitGroup
+
+	mu sync.Mutex
+	// claimed holds the workers ("ns/name") and jobs ("ns/name/job") this
+	// scheduler claimed that the cache still shows PENDING: they count as
+	// running meanwhile.
+	claimed map[string]bool
+	// waiting says why each PENDING worker waits (for the trace).
+	waiting map[string]Wait
+	// uids remembers each event's uid, to remove its units once it is gone.
+	uids map[string]string
+	// cleaned holds the units this process has cleaned up.
+	cleaned map[string]bool
+	// watching holds the units a goroutine waits on.
+	watching map[string]bool
+	// decoded caches the events the last pass decoded, by key.
+	decoded map[string]cachedEvent
+}
+
+// New builds a scheduler. It does nothing until Run.
+func New(c client.Interface, opts Options) (*Scheduler, error) {
+	if opts.Runtime == nil {
+		return nil, errors.New("scheduler: Options.Runtime is required")
+	}
+	if opts.MaxWorkers <= 0 {
+		opts.MaxWorkers = DefaultMaxWorkers
+	}
+	if opts.MaxJobs <= 0 {
+		opts.MaxJobs = DefaultMaxJobs
+	}
+	if opts.GracePeriod <= 0 {
+		opts.GracePeriod = DefaultGracePeriod
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 8
+	}
+	if opts.Path == "" {
+		opts.Path = os.Getenv("PATH")
+	}
+	if opts.BuildUnit == nil {
+		opts.BuildUnit = UnitSpec
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger.With("controller", "events")
+	return &Scheduler{c: c, rt: opts.Runtime, opts: opts, log: log, m: newMetrics(opts.Metrics, log),
+		factory: opts.Informers, kick: make(chan struct{}, 1),
+		claimed: map[string]bool{}, waiting: map[string]Wait{}, uids: map[string]string{},
+		cleaned: map[string]bool{}, watching: map[string]bool{}}, nil
+}
+
+// Run watches Events and Projects and schedules and observes workers and
+// jobs until ctx is done. Before acting it removes the runtime units of
+// events that no longer exist (deleted while nobody watched). It blocks;
+// it returns nil when ctx is done and its goroutines have stopped, or an
+// error at once when called twice.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("scheduler: Run called twice")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.ctrl = controller.New("events", controller.ReconcilerFunc(s.reconcile), controller.Options{
+		Workers: s.opts.Workers, Logger: s.opts.Logger, Metrics: s.opts.Metrics, Traces: s.opts.Traces, TraceKind: api.KindEvent})
+	if s.factory == nil {
+		s.factory = informer.NewFactory(s.c, informer.Options{Logger: s.opts.Logger})
+		s.factory.Start(ctx)
+		defer s.factory.Shutdown()
+	}
+	s.events, s.projects = s.factory.For(api.KindEvent), s.factory.For(api.KindProject)
+	s.events.AddEventHandler(informer.Handler{
+		OnAdd:    func(o *api.Object) { s.changed(o) },
+		OnUpdate: func(_, o *api.Object) { s.changed(o) },
+		OnDelete: func(o *api.Object) { s.changed(o) },
+	})
+	s.projects.AddEventHandler(informer.Handler{
+		OnAdd:    func(*api.Object) { s.poke() },
+		OnUpdate: func(_, _ *api.Object) { s.poke() },
+		OnDelete: func(*api.Object) { s.poke() },
+	})
+	defer s.waiters.Wait()
+	if !s.events.WaitForSync(ctx) || !s.projects.WaitForSync(ctx) {
+		return s.ctrl.Run(ctx)
+	}
+	if err := s.sweep(ctx); err != nil {
+		s.log.Warn("could not look for the units of deleted events", "err", err)
+	}
+	s.waiters.Add(1)
+	go func() {
+		defer s.waiters.Done()
+		s.loop(ctx)
+	}()
+	return s.ctrl.Run(ctx)
+}
+
+// changed notes an event's uid, enqueues it and kicks the scheduling loop.
+func (s *Scheduler) changed(o *api.Object) {
+	key := api.Key(o.Namespace, o.Name)
+	s.mu.Lock()
+	s.uids[key] = o.UID
+	s.mu.Unlock()
+	s.ctrl.Enqueue(key)
+	s.poke()
+}
+
+func (s *Scheduler) poke() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// sweep removes the units of events that no longer exist.
+func (s *Scheduler) sweep(ctx context.Context) error {
+	units, err := s.rt.List(ctx)
+	if err != nil {
+		return err
+	}
+	live := map[string]bool{}
+	for _, o := range s.events.List() {
+		live[o.UID] = true
+	}
+	for _, u := range units {
+		if uid, ok := eventUID(u.ID); ok && !live[uid] {
+			if err := s.rt.Remove(ctx, u.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// eventUID returns the uid of the event a unit ID belongs to.
+func eventUID(id string) (string, bool) {
+	const uidLen = 36
+	if !strings.HasPrefix(id, "ev-") || len(id) < 3+uidLen {
+		return "", false
+	}
+	return id[3 : 3+uidLen], true
+}
+
+// loop runs a scheduling pass whenever something changed, and every
+// passInterval, until ctx is done.
+func (s *Scheduler) loop(ctx context.Context) {
+	t := time.NewTicker(passInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+		case <-t.C:
+		}
+		s.pass(ctx)
+	}
+}
+
+// Waiting returns why the worker of the event key waits, if it does.
+func (s *Scheduler) Waiting(key string) (Wait, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.waiting[key]
+	return w, ok
+}
+
+// unitFor is the unit of a worker (job "") or job of ev.
+func unitFor(ev *api.Event, job string) string {
+	if job == "" {
+		return api.WorkerUnitID(ev.UID)
+	}
+	return api.JobUnitID(ev.UID, job)
+}
+
+// String says what a Unit is, for the trace: "none", "Running", "Exited (code 3)".
+func (u Unit) String() string {
+	if !u.Exists {
+		return "none"
+	}
+	if u.State.Phase == runtime.PhaseExited {
+		return fmt.Sprintf("%s (code %d)", u.State.Phase, u.State.ExitCode)
+	}
+	return string(u.State.Phase)
+}

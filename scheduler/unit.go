@@ -1,0 +1,116 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/runtime"
+)
+
+// Where a unit's event data lives in its workspace (files mode 0600).
+const (
+	eventFile  = ".cairn/event.json"
+	secretsDir = ".cairn/secrets"
+)
+
+// wrapper sets the variables that name files of the workspace (whose
+// absolute path only the runtime knows, in CAIRN_WORKSPACE) and runs the
+// command in its place.
+const wrapper = `CAIRN_EVENT_FILE="$CAIRN_WORKSPACE/` + eventFile + `"; CAIRN_SECRETS_DIR="$CAIRN_WORKSPACE/` + secretsDir + `"; ` +
+	`export CAIRN_EVENT_FILE CAIRN_SECRETS_DIR; exec "$0" "$@"`
+
+// UnitInput is what a worker's or job's unit is built from.
+type UnitInput struct {
+	Event *api.Event
+	// Job is the job's name; empty for the worker.
+	Job  string
+	Spec api.WorkerSpec
+	// Secrets is the event Secret's data: the project's secrets as copied
+	// at creation, and the worker's token under api.EventTokenKey.
+	Secrets map[string][]byte
+	// Server is the API's URL (CAIRN_SERVER).
+	Server string
+	// Path is the PATH of units whose spec sets none.
+	Path string
+}
+
+// StartError is a unit that cannot be started at all (its command is not
+// found): the worker or job fails with Reason.
+type StartError struct{ Reason string }
+
+func (e *StartError) Error() string { return e.Reason }
+
+// UnitSpec builds the runtime spec of a worker's (Job "") or job's unit:
+// its command (looked up in its PATH first, so a missing command fails
+// with a reason rather than starting at all), its environment (the spec's,
+// PATH, and CAIRN_SERVER, CAIRN_TOKEN, CAIRN_NAMESPACE, CAIRN_EVENT,
+// CAIRN_EVENT_FILE, CAIRN_SECRETS_DIR, CAIRN_WORKSPACE, and CAIRN_JOB for a
+// job), and its files: the event as JSON and one file per secret key, each
+// mode 0600 in its own workspace. Errors: *StartError.
+func UnitSpec(in UnitInput) (runtime.Spec, error) {
+	ev := in.Event
+	id := api.WorkerUnitID(ev.UID)
+	if in.Job != "" {
+		id = api.JobUnitID(ev.UID, in.Job)
+	}
+	env := map[string]string{"PATH": in.Path}
+	maps.Copy(env, in.Spec.Env)
+	cmd, err := lookPath(in.Spec.Command[0], env["PATH"])
+	if err != nil {
+		return runtime.Spec{}, err
+	}
+	env["CAIRN_SERVER"] = in.Server
+	env["CAIRN_TOKEN"] = string(in.Secrets[api.EventTokenKey])
+	env["CAIRN_NAMESPACE"] = ev.Namespace
+	env["CAIRN_EVENT"] = ev.Name
+	if in.Job != "" {
+		env["CAIRN_JOB"] = in.Job
+	}
+	raw, err := json.MarshalIndent(ev, "", "  ")
+	if err != nil {
+		return runtime.Spec{}, fmt.Errorf("scheduler: encode event %s: %w", ev.Name, err)
+	}
+	files := map[string][]byte{eventFile: raw}
+	for k, v := range in.Secrets {
+		if k != api.EventTokenKey {
+			files[secretsDir+"/"+k] = v
+		}
+	}
+	var envList []string
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		envList = append(envList, k+"="+env[k])
+	}
+	argv := append([]string{"/bin/sh", "-c", wrapper, cmd}, in.Spec.Command[1:]...)
+	return runtime.Spec{ID: id, Argv: argv, Env: envList, WorkspaceEnv: "CAIRN_WORKSPACE", Files: files, Dir: in.Spec.Workspace}, nil
+}
+
+// lookPath finds name as exec.LookPath would in the PATH path, without the
+// environment of this process.
+func lookPath(name, path string) (string, error) {
+	if strings.Contains(name, "/") {
+		if executable(name) {
+			return name, nil
+		}
+		return "", &StartError{Reason: fmt.Sprintf("command %q does not exist or is not executable", name)}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		if p := filepath.Join(dir, name); executable(p) {
+			return p, nil
+		}
+	}
+	return "", &StartError{Reason: fmt.Sprintf("command %q not found in PATH", name)}
+}
+
+func executable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+}

@@ -1,0 +1,70 @@
+package scheduler_test
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/scheduler"
+)
+
+func TestUnitSpec_GivesTheWorkerItsEnvironmentAndFiles(t *testing.T) {
+	ev := &api.Event{ObjectMeta: api.ObjectMeta{Name: "e1", Namespace: "team", UID: "0f8fad5b-d9cb-469f-a165-70867728950e"}}
+	secrets := map[string][]byte{"password": []byte("pw"), api.EventTokenKey: []byte("tok")}
+	for _, tc := range []struct {
+		name    string
+		job     string
+		spec    api.WorkerSpec
+		env     []string // entries that must be present
+		noEnv   string   // a variable that must be absent
+		id      string
+		failure string
+	}{
+		{name: "worker", spec: api.WorkerSpec{Command: []string{"sh", "-c", "true"}, Env: map[string]string{"A": "1"}, Workspace: "src"},
+			env:   []string{"A=1", "CAIRN_SERVER=http://api", "CAIRN_TOKEN=tok", "CAIRN_NAMESPACE=team", "CAIRN_EVENT=e1"},
+			noEnv: "CAIRN_JOB", id: api.WorkerUnitID(ev.UID)},
+		{name: "job", job: "build", spec: api.WorkerSpec{Command: []string{"true"}},
+			env: []string{"CAIRN_JOB=build", "CAIRN_TOKEN=tok"}, id: api.JobUnitID(ev.UID, "build")},
+		{name: "the spec's PATH wins", spec: api.WorkerSpec{Command: []string{"true"}, Env: map[string]string{"PATH": "/nowhere"}},
+			failure: `command "true" not found in PATH`},
+		{name: "missing command", spec: api.WorkerSpec{Command: []string{"no-such-command-cairn"}}, failure: "not found in PATH"},
+		{name: "missing path", spec: api.WorkerSpec{Command: []string{"/no/such/file"}}, failure: "does not exist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := scheduler.UnitSpec(scheduler.UnitInput{Event: ev, Job: tc.job, Spec: tc.spec, Secrets: secrets,
+				Server: "http://api", Path: "/usr/bin:/bin"})
+			if tc.failure != "" {
+				var se *scheduler.StartError
+				if !errors.As(err, &se) || !strings.Contains(se.Reason, tc.failure) {
+					t.Fatalf("UnitSpec = %v, want a StartError saying %q", err, tc.failure)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range tc.env {
+				if !slices.Contains(s.Env, e) {
+					t.Errorf("env %v lacks %s", s.Env, e)
+				}
+			}
+			if tc.noEnv != "" && slices.ContainsFunc(s.Env, func(e string) bool { return strings.HasPrefix(e, tc.noEnv+"=") }) {
+				t.Errorf("env has %s", tc.noEnv)
+			}
+			if s.ID != tc.id || s.WorkspaceEnv != "CAIRN_WORKSPACE" || s.Dir != tc.spec.Workspace {
+				t.Errorf("id %q workspace env %q dir %q", s.ID, s.WorkspaceEnv, s.Dir)
+			}
+			if string(s.Files[".cairn/secrets/password"]) != "pw" || s.Files[".cairn/event.json"] == nil {
+				t.Errorf("files %v, want the event and the secret", slices.Sorted(maps.Keys(s.Files)))
+			}
+			for name, b := range s.Files {
+				if strings.Contains(string(b), "tok") || strings.Contains(name, api.EventTokenKey) {
+					t.Errorf("file %s holds the token: it is in CAIRN_TOKEN only", name)
+				}
+			}
+		})
+	}
+}
