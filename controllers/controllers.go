@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"cairn.dev/cairn/gc"
+	"cairn.dev/cairn/installation"
 	"cairn.dev/cairn/manager"
 )
 
@@ -26,6 +27,7 @@ type Config struct {
 func List(cfg Config) []manager.Controller {
 	return []manager.Controller{
 		{Name: "gc", Setup: func(t *manager.Term) error { return gc.Setup(t, gc.Options{Workers: cfg.GCWorkers}) }},
+		{Name: "installation", Setup: func(t *manager.Term) error { return installation.Setup(t, installation.Options{}) }},
 	}
 }
 
