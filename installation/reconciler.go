@@ -286,6 +286,10 @@ func (r *Reconciler) nestedCheck(ctx context.Context, inst *api.Installation) (c
 	if phase == "" {
 		phase = api.InstallationSucceeded
 	}
+	if ownFailure(inst) {
+		trace.Exit(ctx, "5. Failed by its own error (%s): waits for a change or a reconcile", inst.Status.LastError.Reason)
+		return r.automatic(ctx, inst, nil)
+	}
 	if phase == inst.Status.Phase || (inst.Status.Phase == api.InstallationAborted && phase.Final()) {
 		trace.Exit(ctx, "5. nested objects unchanged (%s)", phase)
 		return r.automatic(ctx, inst, nil)
@@ -517,6 +521,20 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 	}
 	trace.Exit(ctx, "7. ✔️ deleting the nested objects; waiting for them to go")
 	return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) { s.Phase = api.InstallationDeleting })
+}
+
+// ownFailure reports whether a Failed installation failed by its own
+// error (its blueprint, templates or imports) rather than a nested one:
+// the nested objects then say nothing about it.
+func ownFailure(inst *api.Installation) bool {
+	if inst.Status.Phase != api.InstallationFailed || inst.Status.LastError == nil {
+		return false
+	}
+	switch inst.Status.LastError.Reason {
+	case ReasonBlueprintNotFound, ReasonImportInvalid, ReasonRenderFailed:
+		return true
+	}
+	return false
 }
 
 func mapValues(m map[string]*api.Installation) []*api.Installation {
