@@ -7,11 +7,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cli/abort"
 	"cairn.dev/cairn/cli/apply"
 	deletecmd "cairn.dev/cairn/cli/delete"
 	"cairn.dev/cairn/cli/describe"
 	"cairn.dev/cairn/cli/explain"
 	"cairn.dev/cairn/cli/get"
+	"cairn.dev/cairn/cli/reconcile"
 	"cairn.dev/cairn/cli/session"
 	"cairn.dev/cairn/cli/wait"
 	"cairn.dev/cairn/client"
@@ -44,7 +46,8 @@ func New(streams IOStreams, extra ...*cobra.Command) *cobra.Command {
 	pf.StringVar(&s.Token, "token", "", "the bearer token (default $"+client.EnvToken+" or the config file)")
 	pf.StringVar(&s.ConfigPath, "config", client.DefaultConfigPath(), "the client config file written by 'cairn server'")
 	pf.StringVarP(&s.Namespace, "namespace", "n", api.DefaultNamespace, "the namespace of namespaced objects")
-	for _, c := range []*cobra.Command{apply.New(s), get.New(s), describe.New(s), deletecmd.New(s), wait.New(s), explain.New(s)} {
+	for _, c := range []*cobra.Command{apply.New(s), get.New(s), describe.New(s), deletecmd.New(s), wait.New(s), explain.New(s),
+		reconcile.New(s), abort.New(s)} {
 		explainErrors(c)
 		cmd.AddCommand(c)
 	}
