@@ -251,4 +251,3 @@ func TestExecution_ItemNoDeployerHandlesWaitsInWork(t *testing.T) {
 		t.Fatalf("phase %s, want Progressing while the item waits", x.Status.Phase)
 	}
 }
-
