@@ -87,4 +87,3 @@ func TestDeployItemAndTarget_AdmissionRequiresATypeAndAValidTimeout(t *testing.T
 		})
 	}
 }
-
