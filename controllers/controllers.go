@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"cairn.dev/cairn/deployer/mock"
+	"cairn.dev/cairn/execution"
 	"cairn.dev/cairn/gc"
 	"cairn.dev/cairn/installation"
 	"cairn.dev/cairn/manager"
@@ -28,6 +30,8 @@ func List(cfg Config) []manager.Controller {
 	return []manager.Controller{
 		{Name: "gc", Setup: func(t *manager.Term) error { return gc.Setup(t, gc.Options{Workers: cfg.GCWorkers}) }},
 		{Name: "installation", Setup: func(t *manager.Term) error { return installation.Setup(t, installation.Options{}) }},
+		{Name: "execution", Setup: func(t *manager.Term) error { return execution.Setup(t, execution.Options{}) }},
+		{Name: "deployer-mock", Setup: mock.Setup},
 	}
 }
 

@@ -23,7 +23,7 @@ var age = api.Column{Name: "AGE", Path: ".metadata.creationTimestamp", Format: "
 func Target() registry.Kind {
 	return registry.Define(registry.Spec[*api.Target]{
 		Kind: api.KindTarget, Namespaced: true, Fields: []string{"spec"},
-		Columns: []api.Column{{Name: "TYPE", Path: ".spec.type"}, age},
+		Columns: []api.Column{{Name: "TYPE", Path: ".spec.type"}, age}, Validate: validateTarget,
 	})
 }
 
