@@ -309,8 +309,9 @@ const (
 // AutomaticReconcile decides when a root installation in a final phase is
 // reconciled by itself: a Failed one after interval, doubling with each
 // retry (at most an hour), at most maxRetries times (0: no bound), counted
-// from its last retry or its last error; a Succeeded one every
-// succeededReconcile.interval from its last reconcile (last).
+// from the later of its last retry and last (its last error); a Succeeded
+// one every succeededReconcile.interval from the later of its last retry
+// and last (its last reconcile).
 func AutomaticReconcile(inst *api.Installation, hasParent bool, last, now time.Time) Retry {
 	ar := inst.Spec.AutomaticReconcile
 	if ar == nil || hasParent {
@@ -327,7 +328,7 @@ func AutomaticReconcile(inst *api.Installation, hasParent bool, last, now time.T
 		since := last
 		if st != nil {
 			n = st.FailedRetries
-			if !st.LastRetry.IsZero() {
+			if st.LastRetry.After(since) {
 				since = st.LastRetry
 			}
 		}
@@ -350,6 +351,9 @@ func AutomaticReconcile(inst *api.Installation, hasParent bool, last, now time.T
 		s := ar.SucceededReconcile
 		if s == nil || s.Interval == nil {
 			return Retry{}
+		}
+		if st != nil && st.LastRetry.After(last) {
+			last = st.LastRetry
 		}
 		if wait := last.Add(s.Interval.Duration).Sub(now); wait > 0 {
 			return Retry{After: wait}

@@ -152,3 +152,35 @@ spec:
 		return nil
 	})
 }
+
+func TestInstallationEndToEnd_SucceededReconcileRunsPeriodically(t *testing.T) {
+	e := startAll(t)
+	applyAll(t, e, `kind: Installation
+metadata: {name: steady}
+spec:
+  automaticReconcile: {succeededReconcile: {interval: 1s}}
+  blueprint:
+    inline:
+      deployExecutions:
+      - name: items
+        template: "deployItems: [{name: a, type: mock, config: {phase: Succeeded}}]"`)
+	waitInstPhase(t, e, "steady", api.InstallationSucceeded)
+	var seen []string
+	testkit.EventuallyNil(t, deploytest.Wait, "two periodic reconciles", func() error {
+		in, err := client.For[*api.Installation](e.C).Get(context.Background(), deploytest.NS, "steady")
+		if err != nil {
+			return err
+		}
+		if st := in.Status.AutomaticReconcile; st != nil && !st.LastRetry.IsZero() {
+			if s := st.LastRetry.String(); len(seen) == 0 || seen[len(seen)-1] != s {
+				seen = append(seen, s)
+			}
+		}
+		if len(seen) < 2 {
+			return errString("periodic reconciles seen: " + strings.Join(seen, ", "))
+		}
+		return nil
+	})
+	waitInstPhase(t, e, "steady", api.InstallationSucceeded)
+	e.WaitExplain(api.KindInstallation, "steady", "automaticReconcile: reconcile annotation added (periodic)")
+}

@@ -28,7 +28,7 @@ func (r *Reconciler) exportAndTrigger(ctx context.Context, inst *api.Installatio
 		s.Phase = api.InstallationSucceeded
 		s.ConfigGeneration = gen
 		s.LastError = nil
-		s.AutomaticReconcile = nil
+		resetRetries(s)
 	}); err != nil {
 		return err
 	}

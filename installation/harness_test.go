@@ -215,3 +215,15 @@ func (e *env) explain(name string) string {
 	}
 	return b.String()
 }
+
+// waitExplain waits until the trace of an installation shows want (the
+// trace is filed when a reconcile returns, after its writes).
+func (e *env) waitExplain(name, want string) {
+	e.t.Helper()
+	testkit.EventuallyNil(e.t, wait, "trace of "+name+" shows "+want, func() error {
+		if got := e.explain(name); !strings.Contains(got, want) {
+			return errors.New("trace:\n" + got)
+		}
+		return nil
+	})
+}

@@ -43,7 +43,7 @@ type Reconciler struct {
 	// until they hold that version (or a newer one), so a reconcile never
 	// acts on a state older than its own last write.
 	mu     sync.Mutex
-	expect map[string]string
+	expect map[string]expectation
 }
 
 // failure is an outcome that makes the installation Failed with a
@@ -324,7 +324,7 @@ func (r *Reconciler) setFinal(ctx context.Context, inst *api.Installation, phase
 			s.LastError = r.lastError(s.LastError, ReasonNestedFailed, describe(why))
 		case api.InstallationSucceeded:
 			s.LastError = nil
-			s.AutomaticReconcile = nil
+			resetRetries(s)
 		}
 	})
 }
@@ -341,11 +341,8 @@ func (r *Reconciler) automatic(ctx context.Context, inst *api.Installation, err 
 		return controller.Result{}, nil
 	}
 	last := cur.CreationTimestamp
-	if le := cur.Status.LastError; le != nil && !le.Time.IsZero() {
+	if le := cur.Status.LastError; le != nil && !le.Time.IsZero() && cur.Status.Phase == api.InstallationFailed {
 		last = le.Time
-	}
-	if st := cur.Status.AutomaticReconcile; st != nil && !st.LastRetry.IsZero() && cur.Status.Phase == api.InstallationSucceeded {
-		last = st.LastRetry
 	}
 	d := AutomaticReconcile(cur, contextOf(&cur.ObjectMeta) != "", last, r.now())
 	switch {
@@ -400,6 +397,18 @@ func (r *Reconciler) lastError(old *api.LastError, reason, msg string) *api.Last
 	return &api.LastError{Reason: reason, Message: msg, Time: r.now().UTC()}
 }
 
+// resetRetries forgets the failed retries after a success, keeping when
+// the last automatic reconcile was (the base of the periodic one).
+func resetRetries(s *api.InstallationStatus) {
+	if s.AutomaticReconcile == nil {
+		return
+	}
+	s.AutomaticReconcile.FailedRetries = 0
+	if s.AutomaticReconcile.LastRetry.IsZero() {
+		s.AutomaticReconcile = nil
+	}
+}
+
 func (r *Reconciler) markReconciled(s *api.InstallationStatus) {
 	if s.AutomaticReconcile != nil {
 		s.AutomaticReconcile.LastRetry = r.now().UTC()
@@ -419,18 +428,24 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 		if err != nil {
 			return controller.Result{}, err
 		}
-		if bad := Unsatisfied(imps); len(bad) > 0 {
+		exists, deleting := r.nestedState(inst)
+		switch {
+		case !exists || deleting:
+			trace.Check(ctx, "1.1 nested objects already deleting or gone: no update")
+		case len(Unsatisfied(imps)) > 0:
+			bad := Unsatisfied(imps)
 			trace.Exit(ctx, "1.1 cannot update the nested objects: %s", strings.Join(bad, "; "))
 			return controller.Result{}, fmt.Errorf("installation %s: cannot update before deletion: %s", inst.Name, strings.Join(bad, "; "))
-		}
-		if _, _, err := r.update(ctx, inst, imps, ""); err != nil {
-			var f *failure
-			if !errors.As(err, &f) {
-				return controller.Result{}, err
+		default:
+			if _, _, err := r.update(ctx, inst, imps, ""); err != nil {
+				var f *failure
+				if !errors.As(err, &f) {
+					return controller.Result{}, err
+				}
+				trace.Check(ctx, "1.1 update failed (%s); deleting what exists", f.err)
+			} else {
+				trace.Action(ctx, "1.1 ✔️ nested objects updated")
 			}
-			trace.Check(ctx, "1.1 update failed (%s); deleting what exists", f.err)
-		} else {
-			trace.Action(ctx, "1.1 ✔️ nested objects updated")
 		}
 		gone, err := r.deleteNested(ctx, inst, api.OperationForceReconcile)
 		if err != nil {
@@ -475,13 +490,7 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 		trace.Exit(ctx, "5. Deleting: waits for %s", describe(why))
 		return controller.Result{}, err
 	}
-	nestedDeleting := false
-	if e := r.caches.execution(inst); e != nil && e.Deleting() {
-		nestedDeleting = true
-	}
-	for _, s := range r.caches.subinstallations(inst) {
-		nestedDeleting = nestedDeleting || s.Deleting()
-	}
+	_, nestedDeleting := r.nestedState(inst)
 	if nestedDeleting && phase == api.InstallationFailed {
 		msg := "deletion failed: " + describe(why)
 		err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
@@ -521,6 +530,18 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 	}
 	trace.Exit(ctx, "7. ✔️ deleting the nested objects; waiting for them to go")
 	return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) { s.Phase = api.InstallationDeleting })
+}
+
+// nestedState reports whether the installation has nested objects and
+// whether any of them is being deleted.
+func (r *Reconciler) nestedState(inst *api.Installation) (exists, deleting bool) {
+	if e := r.caches.execution(inst); e != nil {
+		exists, deleting = true, e.Deleting()
+	}
+	for _, s := range r.caches.subinstallations(inst) {
+		exists, deleting = true, deleting || s.Deleting()
+	}
+	return exists, deleting
 }
 
 // ownFailure reports whether a Failed installation failed by its own

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"time"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/blueprint"
@@ -25,8 +26,20 @@ func expectKey(kind, ns, name string) string { return kind + "/" + ns + "/" + na
 func (r *Reconciler) expectWrite(kind, ns, name, rv string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.expect[expectKey(kind, ns, name)] = rv
+	r.expect[expectKey(kind, ns, name)] = expectation{rv: rv, at: time.Now()}
 }
+
+// expectation is a version this controller wrote and when. Expectations
+// expire after expectFor: a cache that never shows the version (the
+// object was deleted meanwhile by someone else) does not stall a
+// reconcile for good.
+type expectation struct {
+	rv string
+	at time.Time
+}
+
+// expectFor bounds how long an expectation holds.
+const expectFor = 15 * time.Second
 
 // forget drops the expectation of an object that is gone.
 func (r *Reconciler) forget(kind, ns, name string) {
@@ -46,11 +59,15 @@ func (r *Reconciler) fresh(kind, ns, name, rv string) bool {
 	if !ok {
 		return true
 	}
+	if time.Since(want.at) > expectFor {
+		delete(r.expect, k)
+		return true
+	}
 	if rv == "" {
 		return false
 	}
 	a, err1 := strconv.ParseInt(rv, 10, 64)
-	b, err2 := strconv.ParseInt(want, 10, 64)
+	b, err2 := strconv.ParseInt(want.rv, 10, 64)
 	if err1 != nil || err2 != nil || a >= b {
 		delete(r.expect, k)
 		return true
@@ -200,6 +217,7 @@ func (r *Reconciler) update(ctx context.Context, inst *api.Installation, imps []
 			if _, _, err := r.c.Delete(ctx, api.KindInstallation, s.Namespace, s.Name, api.DeleteOptions{}); err != nil && !errors.Is(err, api.ErrNotFound) {
 				return "", nil, fmt.Errorf("delete obsolete subinstallation %s: %w", s.Name, err)
 			}
+			r.forget(api.KindInstallation, s.Namespace, s.Name)
 			trace.Action(ctx, "deleted subinstallation %s (no longer in the blueprint)", s.Name)
 		}
 	}
@@ -215,6 +233,7 @@ func (r *Reconciler) applyExecution(ctx context.Context, inst *api.Installation,
 			if _, _, err := execs.Delete(ctx, cur.Namespace, cur.Name, api.DeleteOptions{}); err != nil && !errors.Is(err, api.ErrNotFound) {
 				return "", fmt.Errorf("delete execution %s: %w", cur.Name, err)
 			}
+			r.forget(api.KindExecution, cur.Namespace, cur.Name)
 			trace.Action(ctx, "deleted execution %s (the blueprint renders no deploy items)", cur.Name)
 		}
 		return "", nil
@@ -385,6 +404,7 @@ func (r *Reconciler) deleteNested(ctx context.Context, inst *api.Installation, o
 		if _, _, err := r.c.Delete(ctx, t.kind, t.meta.Namespace, t.meta.Name, api.DeleteOptions{}); err != nil && !errors.Is(err, api.ErrNotFound) {
 			return false, fmt.Errorf("delete %s %s: %w", t.kind, t.meta.Name, err)
 		}
+		r.forget(t.kind, t.meta.Namespace, t.meta.Name)
 		trace.Action(ctx, "deleted %s %s", t.kind, t.meta.Name)
 	}
 	return len(targets) == 0, nil
