@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"cairn.dev/cairn/deployer/mock"
+	"cairn.dev/cairn/deployitem"
 	"cairn.dev/cairn/execution"
 	"cairn.dev/cairn/gc"
 	"cairn.dev/cairn/manager"
@@ -21,6 +22,9 @@ import (
 type Config struct {
 	// GCWorkers is the number of concurrent garbage-collector workers.
 	GCWorkers int
+	// DeployItemTimeouts are the deploy item timeouts' defaults (zero
+	// fields: deployitem's defaults; negative: not checked).
+	DeployItemTimeouts deployitem.Timeouts
 }
 
 // List returns every controller, configured by cfg, in the order they
@@ -29,6 +33,9 @@ func List(cfg Config) []manager.Controller {
 	return []manager.Controller{
 		{Name: "gc", Setup: func(t *manager.Term) error { return gc.Setup(t, gc.Options{Workers: cfg.GCWorkers}) }},
 		{Name: "execution", Setup: func(t *manager.Term) error { return execution.Setup(t, execution.Options{}) }},
+		{Name: "deployitem-timeout", Setup: func(t *manager.Term) error {
+			return deployitem.Setup(t, deployitem.Options{Timeouts: cfg.DeployItemTimeouts})
+		}},
 		{Name: "deployer-mock", Setup: mock.Setup},
 	}
 }

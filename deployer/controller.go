@@ -183,11 +183,13 @@ func (k *Controller) pickup(ctx context.Context, key string, item *Item) (contro
 	return k.work(ctx, key, item)
 }
 
-// claim removes the operation annotation and adds the finalizer.
+// claim removes the operation and reconcile-time annotations (the pickup
+// is done: no pickup timeout applies any more) and adds the finalizer.
 func (k *Controller) claim(ctx context.Context, key string, item *Item) error {
 	d := item.DeployItem
 	d.Annotations = maps.Clone(d.Annotations)
 	delete(d.Annotations, api.AnnotationOperation)
+	delete(d.Annotations, api.AnnotationReconcileTime)
 	d.AddFinalizer(api.FinalizerDeployer)
 	return k.update(ctx, key, d)
 }
