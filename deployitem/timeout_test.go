@@ -64,7 +64,7 @@ func TestCheck_TimeoutsAndRequeueTime(t *testing.T) {
 			requeue: -1, step: "already failed with a pickup timeout"},
 		{name: "pickup timestamp unreadable", now: time.Hour, opts: []opt{ann(api.AnnotationReconcileTime, "yesterday")}, requeue: -1, step: "not an RFC 3339 time"},
 		{name: "abort pending: requeue at abort time + aborting + 5s", now: time.Minute,
-			opts: []opt{ann(api.AnnotationOperation, "abort", api.AnnotationAbortTime, at(30*time.Second)), phase(api.DeployProgressing, ""), picked(0)},
+			opts:    []opt{ann(api.AnnotationOperation, "abort", api.AnnotationAbortTime, at(30*time.Second)), phase(api.DeployProgressing, ""), picked(0)},
 			requeue: 2*time.Minute + 35*time.Second, step: "waiting for the deployer to abort"},
 		{name: "abort without its time: the time is recorded", now: time.Minute,
 			opts:    []opt{ann(api.AnnotationOperation, "abort"), phase(api.DeployProgressing, ""), picked(0)},
