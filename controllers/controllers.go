@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"cairn.dev/cairn/deployer/container"
 	"cairn.dev/cairn/deployer/mock"
 	"cairn.dev/cairn/deployitem"
 	"cairn.dev/cairn/execution"
@@ -37,6 +38,7 @@ func List(cfg Config) []manager.Controller {
 			return deployitem.Setup(t, deployitem.Options{Timeouts: cfg.DeployItemTimeouts})
 		}},
 		{Name: "deployer-mock", Setup: mock.Setup},
+		{Name: "deployer-container", Setup: container.Setup},
 	}
 }
 

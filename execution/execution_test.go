@@ -70,7 +70,7 @@ func TestExecution_ConvergesAndCollectsExportsWhenAllSucceeded(t *testing.T) {
 		}
 		cr := d.ControllerRef()
 		if cr == nil || cr.Kind != api.KindExecution || cr.UID != x.UID || d.Labels[api.LabelExecution] != "app" ||
-			d.Labels[api.LabelDeployItemName] != name || d.Annotations[api.AnnotationReconcileTime] == "" {
+			d.Labels[api.LabelDeployItemName] != name || !d.HasFinalizer(api.FinalizerDeployer) {
 			t.Fatalf("deploy item %s: owner %+v labels %v annotations %v", name, cr, d.Labels, d.Annotations)
 		}
 	}
@@ -243,8 +243,9 @@ func TestExecution_FailedItemDeletionFailsExecutionUntilDeletedWithoutUninstall(
 func TestExecution_ItemNoDeployerHandlesWaitsInWork(t *testing.T) {
 	e := start(t)
 	e.Execution("app", []api.DeployItemTemplate{{Name: "a", Type: "nobody", Config: json.RawMessage(`{}`)}})
-	e.WaitItem("app-a", "created with a pending pickup", func(d api.DeployItem) bool {
-		return d.Annotations[api.AnnotationOperation] == api.OperationReconcile
+	e.WaitItem("app-a", "created with a pending pickup since its reconcile-time", func(d api.DeployItem) bool {
+		_, err := time.Parse(time.RFC3339, d.Annotations[api.AnnotationReconcileTime])
+		return d.Annotations[api.AnnotationOperation] == api.OperationReconcile && err == nil
 	})
 	e.WaitExplain(api.KindExecution, "app", "waiting for a deployer to pick it up")
 	if x := e.GetExecution("app"); x.Status.Phase != api.DeployProgressing {
