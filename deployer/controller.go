@@ -153,10 +153,7 @@ func (k *Controller) pickup(ctx context.Context, key string, item *Item) (contro
 	d := item.DeployItem
 	st := d.Status
 	st.Phase, st.ObservedGeneration, st.LastError, st.ExportRef = api.DeployProgressing, d.Generation, nil, ""
-	st.LastReconcileTime = k.opts.Now().UTC().Truncate(time.Second)
-	if !st.LastReconcileTime.After(d.Status.LastReconcileTime) {
-		st.LastReconcileTime = d.Status.LastReconcileTime.Add(time.Second)
-	}
+	st.LastReconcileTime = nextReconcileTime(k.opts.Now(), d.Status.LastReconcileTime)
 	d.Status = st
 	if err := k.resolve(ctx, item); err != nil {
 		return controller.Result{}, err
@@ -181,6 +178,17 @@ func (k *Controller) pickup(ctx context.Context, key string, item *Item) (contro
 		return controller.Result{}, err
 	}
 	return k.work(ctx, key, item)
+}
+
+// nextReconcileTime is now to the second, or a second after last when
+// that is not later: each pickup (and each uninstall attempt) gets a time
+// of its own, which names its run.
+func nextReconcileTime(now, last time.Time) time.Time {
+	t := now.UTC().Truncate(time.Second)
+	if !t.After(last) {
+		t = last.Add(time.Second)
+	}
+	return t
 }
 
 // claim removes the operation and reconcile-time annotations (the pickup
@@ -290,10 +298,24 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 		}
 		return controller.Result{}, k.release(ctx, key, d)
 	}
-	if d.Status.Phase == api.DeployFailed && d.Status.LastError != nil && d.Status.LastError.Reason == ReasonUninstallFailed &&
-		d.Annotations[api.AnnotationOperation] != api.OperationReconcile {
-		trace.Exit(ctx, "the uninstall failed: %s (set %s: \"true\" to delete without it, or the reconcile operation to retry)",
-			d.Status.LastError.Message, api.AnnotationDeleteWithoutUninstall)
+	if d.Status.Phase == api.DeployFailed && d.Status.LastError != nil && d.Status.LastError.Reason == ReasonUninstallFailed {
+		if d.Annotations[api.AnnotationOperation] != api.OperationReconcile {
+			trace.Exit(ctx, "the uninstall failed: %s (set %s: \"true\" to delete without it, or the reconcile operation to retry it)",
+				d.Status.LastError.Message, api.AnnotationDeleteWithoutUninstall)
+			return controller.Result{}, nil
+		}
+		// A retry: a new lastReconcileTime identifies a new attempt.
+		d.Status.Phase, d.Status.LastError = api.DeployDeleting, nil
+		d.Status.LastReconcileTime = nextReconcileTime(k.opts.Now(), d.Status.LastReconcileTime)
+		if err := k.writeStatus(ctx, key, d); err != nil {
+			return controller.Result{}, err
+		}
+		d.Annotations = maps.Clone(d.Annotations)
+		delete(d.Annotations, api.AnnotationOperation)
+		if err := k.update(ctx, key, d); err != nil {
+			return controller.Result{}, err
+		}
+		trace.Action(ctx, "retrying the uninstall, as the reconcile operation asks")
 		return controller.Result{}, nil
 	}
 	out, err := k.d.Delete(ctx, item)
@@ -319,13 +341,6 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 		d.Status.LastError = &api.LastError{Reason: ReasonUninstallFailed, Message: msg, Time: k.opts.Now().UTC()}
 		if err := k.writeStatus(ctx, key, d); err != nil {
 			return controller.Result{}, err
-		}
-		if d.Annotations[api.AnnotationOperation] == api.OperationReconcile {
-			d.Annotations = maps.Clone(d.Annotations)
-			delete(d.Annotations, api.AnnotationOperation)
-			if err := k.update(ctx, key, d); err != nil {
-				return controller.Result{}, err
-			}
 		}
 		trace.Exit(ctx, "Failed: the uninstall failed: %s", msg)
 		return controller.Result{}, nil

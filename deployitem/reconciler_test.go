@@ -38,9 +38,10 @@ func TestTimeout_ItemNoDeployerHandlesFailsByPickupTimeout(t *testing.T) {
 	if !strings.Contains(d.Status.LastError.Message, `no deployer picked up this deploy item of type "helm"`) {
 		t.Fatalf("lastError %q does not say no deployer picked it up", d.Status.LastError.Message)
 	}
-	if _, ok := d.Annotations[api.AnnotationReconcileTime]; ok {
-		t.Fatalf("reconcile-time stays after the timeout: %v", d.Annotations)
-	}
+	e.WaitItem("app-a", "without reconcile-time after the timeout", func(d api.DeployItem) bool {
+		_, ok := d.Annotations[api.AnnotationReconcileTime]
+		return !ok
+	})
 	x := e.WaitExecution("app", api.DeployFailed)
 	if !strings.Contains(x.Status.LastError.Message, "a failed: PickupTimeout") {
 		t.Fatalf("execution lastError %q does not name a and its timeout", x.Status.LastError.Message)
@@ -52,12 +53,14 @@ func TestTimeout_ProgressingTimeoutAbortsTheItem(t *testing.T) {
 	e := start(t, deployitem.Timeouts{})
 	e.Execution("app", []api.DeployItemTemplate{{Name: "a", Type: "mock", Config: json.RawMessage(`{"delay":"1h"}`),
 		Timeout: &api.Duration{Duration: time.Second}}})
-	d := e.WaitItem("app-a", "aborted by the progressing timeout", failedWith(api.ReasonProgressingTimeout))
-	for _, a := range []string{api.AnnotationOperation, api.AnnotationAbortTime, api.AnnotationAbortTimeout} {
-		if _, ok := d.Annotations[a]; ok {
-			t.Fatalf("annotation %s stays after the abort: %v", a, d.Annotations)
+	e.WaitItem("app-a", "aborted by the progressing timeout, the abort annotations gone", func(d api.DeployItem) bool {
+		for _, a := range []string{api.AnnotationOperation, api.AnnotationAbortTime, api.AnnotationAbortTimeout} {
+			if _, ok := d.Annotations[a]; ok {
+				return false
+			}
 		}
-	}
+		return failedWith(api.ReasonProgressingTimeout)(d)
+	})
 	e.WaitExecution("app", api.DeployFailed)
 	e.WaitExplain(api.KindDeployItem, "app-a", "progressing: timed out")
 	e.WaitExplain(api.KindDeployItem, "app-a", "did not finish within the progressing timeout")

@@ -87,7 +87,13 @@ func Setup(t *manager.Term) error {
 	return deployer.Setup(t, deployer.Options{Type: Type, Deployer: New(t.Runtime)})
 }
 
-func deleteUnit(uid string) string { return deployer.RunPrefix(uid) + "delete" }
+// deleteUnit is the unit of an uninstall attempt of item: one per
+// lastReconcileTime, which a retry renews.
+func deleteUnit(item *deployer.Item) string {
+	return deletePrefix(item.UID) + fmt.Sprint(item.Status.LastReconcileTime.Unix())
+}
+
+func deletePrefix(uid string) string { return deployer.RunPrefix(uid) + "delete-" }
 
 // Reconcile starts the run's unit unless it exists, and reports its end.
 func (d *Deployer) Reconcile(ctx context.Context, item *deployer.Item) (deployer.Outcome, error) {
@@ -212,7 +218,7 @@ func (d *Deployer) stopOthers(ctx context.Context, uid, keep string) error {
 	}
 	prefix := deployer.RunPrefix(uid)
 	for _, u := range units {
-		if !strings.HasPrefix(u.ID, prefix) || u.ID == keep || u.ID == deleteUnit(uid) || u.State.Phase.Done() {
+		if !strings.HasPrefix(u.ID, prefix) || u.ID == keep || strings.HasPrefix(u.ID, deletePrefix(uid)) || u.State.Phase.Done() {
 			continue
 		}
 		if err := d.rt.Cleanup(ctx, u.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
@@ -237,7 +243,7 @@ func (d *Deployer) Delete(ctx context.Context, item *deployer.Item) (deployer.Ou
 	if err != nil || len(cfg.DeleteCommand) == 0 {
 		return deployer.Succeeded(nil), d.removeAll(ctx, item.UID)
 	}
-	out, err := d.run(ctx, item, deleteUnit(item.UID), cfg.DeleteCommand, cfg, func(context.Context) (deployer.Outcome, error) {
+	out, err := d.run(ctx, item, deleteUnit(item), cfg.DeleteCommand, cfg, func(context.Context) (deployer.Outcome, error) {
 		return deployer.Succeeded(nil), nil
 	})
 	if err != nil || !out.Done || out.Phase != api.DeploySucceeded {

@@ -157,12 +157,10 @@ func TestContainer_AbortKillsTheProcessGroup(t *testing.T) {
 	e.Execution("app", []api.DeployItemTemplate{item("db", backgroundChild, "", map[string]string{"PIDFILE": pidfile})})
 	pid := readPid(t, pidfile)
 	e.Patch(api.KindDeployItem, "app-db", `{"metadata":{"annotations":{"cairn.dev/operation":"abort"}}}`)
-	d := e.WaitItem("app-db", "aborted", func(d api.DeployItem) bool {
-		return d.Status.Phase == api.DeployFailed && d.Status.LastError != nil && d.Status.LastError.Reason == "Aborted"
+	e.WaitItem("app-db", "aborted, without the abort annotation", func(d api.DeployItem) bool {
+		_, asked := d.Annotations[api.AnnotationOperation]
+		return d.Status.Phase == api.DeployFailed && d.Status.LastError != nil && d.Status.LastError.Reason == "Aborted" && !asked
 	})
-	if _, ok := d.Annotations[api.AnnotationOperation]; ok {
-		t.Fatalf("the abort annotation stays: %v", d.Annotations)
-	}
 	testkit.Eventually(t, deploytest.Wait, "the command's background child killed", func() bool { return gone(pid) })
 	e.WaitExecution("app", api.DeployFailed)
 }
@@ -209,4 +207,41 @@ func TestContainer_RestartNeverRunsAnItemTwiceForOneGeneration(t *testing.T) {
 	if n := strings.Count(string(b), "run"); n != 1 {
 		t.Fatalf("the command ran %d times for one generation", n)
 	}
+}
+
+func TestContainer_FailedUninstallIsRetriedByTheReconcileOperation(t *testing.T) {
+	e := start(t)
+	ok := filepath.Join(t.TempDir(), "reachable")
+	e.Execution("app", []api.DeployItemTemplate{item("db", `true`, `test -f "$OK" || { echo "target unreachable"; exit 1; }`,
+		map[string]string{"OK": ok})})
+	e.WaitExecution("app", api.DeploySucceeded)
+	e.Delete(api.KindExecution, "app")
+	e.WaitItem("app-db", "uninstall failed", func(d api.DeployItem) bool {
+		return d.Status.Phase == api.DeployFailed && d.Status.LastError != nil && strings.Contains(d.Status.LastError.Message, "target unreachable")
+	})
+	if err := os.WriteFile(ok, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.Patch(api.KindDeployItem, "app-db", `{"metadata":{"annotations":{"cairn.dev/operation":"reconcile"}}}`)
+	e.WaitGone(api.KindExecution, "app")
+	e.WaitGone(api.KindDeployItem, "app-db")
+	e.WaitExplain(api.KindDeployItem, "app-db", "retrying the uninstall")
+}
+
+func TestContainer_TraceSaysWhatADeletionWaitsFor(t *testing.T) {
+	e := start(t)
+	release := filepath.Join(t.TempDir(), "release")
+	e.Execution("app", []api.DeployItemTemplate{
+		item("db", `true`, `while [ ! -f "$RELEASE" ]; do sleep 0.05; done`, map[string]string{"RELEASE": release}),
+		item("web", `true`, `while [ ! -f "$RELEASE" ]; do sleep 0.05; done`, map[string]string{"RELEASE": release}, "db"),
+	})
+	e.WaitExecution("app", api.DeploySucceeded)
+	e.Delete(api.KindExecution, "app")
+	e.WaitExplain(api.KindExecution, "app", "deploy item db: waits until web, which depend on it, are gone")
+	e.WaitExplain(api.KindExecution, "app", "deploy item web: deleting, waits for its deployer to uninstall it")
+	e.WaitExplain(api.KindDeployItem, "app-web", "Deleting: waiting for the container deployer's uninstall to end")
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitGone(api.KindExecution, "app")
 }
