@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -132,7 +133,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		if _, err := r.c.Patch(ctx, api.KindDeployItem, ns, name, patch, false); err != nil && !errors.Is(err, api.ErrNotFound) {
 			return controller.Result{}, fmt.Errorf("deployitem: annotate %s: %w", key, err)
 		}
-		trace.Action(ctx, "annotations: set %v, removed %v", dec.Set, dec.Remove)
+		for _, k := range sortedKeys(dec.Set) {
+			trace.Action(ctx, "set annotation %s: %s", k, dec.Set[k])
+		}
+		for _, k := range dec.Remove {
+			trace.Action(ctx, "removed annotation %s", k)
+		}
 	}
 	if dec.RequeueAt.IsZero() {
 		trace.Exit(ctx, "no timeout pending")
@@ -182,4 +188,13 @@ func NeverAsNegative(t Timeouts) Timeouts {
 		}
 	}
 	return t
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

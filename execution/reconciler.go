@@ -187,7 +187,11 @@ func (r *Reconciler) reconcileOp(ctx context.Context, key string, e *api.Executi
 				return err
 			}
 			setRef(&st.DeployItems, api.DeployItemRef{Name: name, Ref: ref, ExecutionGeneration: e.Generation, DeployItemGeneration: gen})
-			trace.Action(ctx, "updated deploy item %s (%s), generation %d", name, ref, gen)
+			verb := "updated"
+			if objs[name] == nil {
+				verb = "created"
+			}
+			trace.Action(ctx, "%s deploy item %s (%s), generation %d, for its deployer to pick up", verb, name, ref, gen)
 		}
 		if force {
 			// Every item not updated now stays class 2 until its turn.
