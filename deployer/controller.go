@@ -28,6 +28,10 @@ type Options struct {
 	Type string
 	// Deployer does the work. Required.
 	Deployer Deployer
+	// NoUninstall declares that the type has nothing to uninstall: its
+	// items get no finalizer (Deployer.Delete is never called), which
+	// saves the writes of adding and removing it.
+	NoUninstall bool
 	// Stateless declares that the Deployer's Reconcile keeps no state
 	// outside the item (it may run before the pickup is written, and again
 	// after a restart without harm): an item whose work ends at once is
@@ -191,14 +195,19 @@ func nextReconcileTime(now, last time.Time) time.Time {
 	return t
 }
 
-// claim removes the operation and reconcile-time annotations (the pickup
-// is done: no pickup timeout applies any more) and adds the finalizer.
+// claim removes the operation annotation and adds the finalizer (unless
+// NoUninstall), when either is needed: one metadata write at most.
 func (k *Controller) claim(ctx context.Context, key string, item *Item) error {
 	d := item.DeployItem
+	_, asked := d.Annotations[api.AnnotationOperation]
+	if !asked && (k.opts.NoUninstall || d.HasFinalizer(api.FinalizerDeployer)) {
+		return nil
+	}
 	d.Annotations = maps.Clone(d.Annotations)
 	delete(d.Annotations, api.AnnotationOperation)
-	delete(d.Annotations, api.AnnotationReconcileTime)
-	d.AddFinalizer(api.FinalizerDeployer)
+	if !k.opts.NoUninstall {
+		d.AddFinalizer(api.FinalizerDeployer)
+	}
 	return k.update(ctx, key, d)
 }
 

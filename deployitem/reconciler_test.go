@@ -38,10 +38,6 @@ func TestTimeout_ItemNoDeployerHandlesFailsByPickupTimeout(t *testing.T) {
 	if !strings.Contains(d.Status.LastError.Message, `no deployer picked up this deploy item of type "helm"`) {
 		t.Fatalf("lastError %q does not say no deployer picked it up", d.Status.LastError.Message)
 	}
-	e.WaitItem("app-a", "without reconcile-time after the timeout", func(d api.DeployItem) bool {
-		_, ok := d.Annotations[api.AnnotationReconcileTime]
-		return !ok
-	})
 	x := e.WaitExecution("app", api.DeployFailed)
 	if !strings.Contains(x.Status.LastError.Message, "a failed: PickupTimeout") {
 		t.Fatalf("execution lastError %q does not name a and its timeout", x.Status.LastError.Message)

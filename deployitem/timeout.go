@@ -18,7 +18,8 @@ import (
 // configured (not checked).
 type Timeouts struct {
 	// Pickup: from the execution's reconcile-time annotation until a
-	// deployer picks the item up.
+	// deployer picks the item up (its lastReconcileTime is not before
+	// the annotation's time).
 	Pickup time.Duration
 	// Aborting: from the abort-time annotation until a deployer has
 	// carried out the abort.
@@ -108,11 +109,17 @@ func pickup(d *api.DeployItem, now time.Time, timeout time.Duration, dec *Decisi
 		dec.step("pickup: %s annotation %q is not an RFC 3339 time; ignored", api.AnnotationReconcileTime, raw)
 		return false
 	}
+	if last := d.Status.LastReconcileTime; !last.IsZero() && !last.Before(at) {
+		dec.step("pickup: picked up at %s", last.UTC().Format(time.RFC3339))
+		return false
+	}
 	if now.Sub(at) >= timeout {
 		dec.Fail = &api.LastError{Reason: api.ReasonPickupTimeout, Message: fmt.Sprintf(
 			"no deployer picked up this deploy item of type %q within the pickup timeout of %s (asked at %s): is a deployer for %q running?",
 			d.Spec.Type, timeout, raw, d.Spec.Type)}
-		dec.Remove = []string{api.AnnotationReconcileTime, api.AnnotationOperation}
+		if _, ok := d.Annotations[api.AnnotationOperation]; ok {
+			dec.Remove = []string{api.AnnotationOperation}
+		}
 		dec.step("pickup: timed out after %s: no deployer picked it up", timeout)
 		return true
 	}

@@ -70,7 +70,7 @@ func TestExecution_ConvergesAndCollectsExportsWhenAllSucceeded(t *testing.T) {
 		}
 		cr := d.ControllerRef()
 		if cr == nil || cr.Kind != api.KindExecution || cr.UID != x.UID || d.Labels[api.LabelExecution] != "app" ||
-			d.Labels[api.LabelDeployItemName] != name || !d.HasFinalizer(api.FinalizerDeployer) {
+			d.Labels[api.LabelDeployItemName] != name || d.Annotations[api.AnnotationReconcileTime] == "" {
 			t.Fatalf("deploy item %s: owner %+v labels %v annotations %v", name, cr, d.Labels, d.Annotations)
 		}
 	}
@@ -245,7 +245,7 @@ func TestExecution_ItemNoDeployerHandlesWaitsInWork(t *testing.T) {
 	e.Execution("app", []api.DeployItemTemplate{{Name: "a", Type: "nobody", Config: json.RawMessage(`{}`)}})
 	e.WaitItem("app-a", "created with a pending pickup since its reconcile-time", func(d api.DeployItem) bool {
 		_, err := time.Parse(time.RFC3339, d.Annotations[api.AnnotationReconcileTime])
-		return d.Annotations[api.AnnotationOperation] == api.OperationReconcile && err == nil
+		return d.Status.ObservedGeneration == 0 && err == nil
 	})
 	e.WaitExplain(api.KindExecution, "app", "waiting for a deployer to pick it up")
 	if x := e.GetExecution("app"); x.Status.Phase != api.DeployProgressing {
