@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"cairn.dev/cairn/deployer/container"
 	"cairn.dev/cairn/deployer/mock"
+	"cairn.dev/cairn/deployitem"
 	"cairn.dev/cairn/execution"
 	"cairn.dev/cairn/gc"
 	"cairn.dev/cairn/installation"
@@ -22,6 +24,9 @@ import (
 type Config struct {
 	// GCWorkers is the number of concurrent garbage-collector workers.
 	GCWorkers int
+	// DeployItemTimeouts are the deploy item timeouts' defaults (zero
+	// fields: deployitem's defaults; negative: not checked).
+	DeployItemTimeouts deployitem.Timeouts
 }
 
 // List returns every controller, configured by cfg, in the order they
@@ -31,7 +36,11 @@ func List(cfg Config) []manager.Controller {
 		{Name: "gc", Setup: func(t *manager.Term) error { return gc.Setup(t, gc.Options{Workers: cfg.GCWorkers}) }},
 		{Name: "installation", Setup: func(t *manager.Term) error { return installation.Setup(t, installation.Options{}) }},
 		{Name: "execution", Setup: func(t *manager.Term) error { return execution.Setup(t, execution.Options{}) }},
+		{Name: "deployitem-timeout", Setup: func(t *manager.Term) error {
+			return deployitem.Setup(t, deployitem.Options{Timeouts: cfg.DeployItemTimeouts})
+		}},
 		{Name: "deployer-mock", Setup: mock.Setup},
+		{Name: "deployer-container", Setup: container.Setup},
 	}
 }
 

@@ -28,6 +28,10 @@ type Options struct {
 	Type string
 	// Deployer does the work. Required.
 	Deployer Deployer
+	// NoUninstall declares that the type has nothing to uninstall: its
+	// items get no finalizer (Deployer.Delete is never called), which
+	// saves the writes of adding and removing it.
+	NoUninstall bool
 	// Stateless declares that the Deployer's Reconcile keeps no state
 	// outside the item (it may run before the pickup is written, and again
 	// after a restart without harm): an item whose work ends at once is
@@ -153,10 +157,7 @@ func (k *Controller) pickup(ctx context.Context, key string, item *Item) (contro
 	d := item.DeployItem
 	st := d.Status
 	st.Phase, st.ObservedGeneration, st.LastError, st.ExportRef = api.DeployProgressing, d.Generation, nil, ""
-	st.LastReconcileTime = k.opts.Now().UTC().Truncate(time.Second)
-	if !st.LastReconcileTime.After(d.Status.LastReconcileTime) {
-		st.LastReconcileTime = d.Status.LastReconcileTime.Add(time.Second)
-	}
+	st.LastReconcileTime = nextReconcileTime(k.opts.Now(), d.Status.LastReconcileTime)
 	d.Status = st
 	if err := k.resolve(ctx, item); err != nil {
 		return controller.Result{}, err
@@ -183,12 +184,30 @@ func (k *Controller) pickup(ctx context.Context, key string, item *Item) (contro
 	return k.work(ctx, key, item)
 }
 
-// claim removes the operation annotation and adds the finalizer.
+// nextReconcileTime is now to the second, or a second after last when
+// that is not later: each pickup (and each uninstall attempt) gets a time
+// of its own, which names its run.
+func nextReconcileTime(now, last time.Time) time.Time {
+	t := now.UTC().Truncate(time.Second)
+	if !t.After(last) {
+		t = last.Add(time.Second)
+	}
+	return t
+}
+
+// claim removes the operation annotation and adds the finalizer (unless
+// NoUninstall), when either is needed: one metadata write at most.
 func (k *Controller) claim(ctx context.Context, key string, item *Item) error {
 	d := item.DeployItem
+	_, asked := d.Annotations[api.AnnotationOperation]
+	if !asked && (k.opts.NoUninstall || d.HasFinalizer(api.FinalizerDeployer)) {
+		return nil
+	}
 	d.Annotations = maps.Clone(d.Annotations)
 	delete(d.Annotations, api.AnnotationOperation)
-	d.AddFinalizer(api.FinalizerDeployer)
+	if !k.opts.NoUninstall {
+		d.AddFinalizer(api.FinalizerDeployer)
+	}
 	return k.update(ctx, key, d)
 }
 
@@ -288,10 +307,24 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 		}
 		return controller.Result{}, k.release(ctx, key, d)
 	}
-	if d.Status.Phase == api.DeployFailed && d.Status.LastError != nil && d.Status.LastError.Reason == ReasonUninstallFailed &&
-		d.Annotations[api.AnnotationOperation] != api.OperationReconcile {
-		trace.Exit(ctx, "the uninstall failed: %s (set %s: \"true\" to delete without it, or the reconcile operation to retry)",
-			d.Status.LastError.Message, api.AnnotationDeleteWithoutUninstall)
+	if d.Status.Phase == api.DeployFailed && d.Status.LastError != nil && d.Status.LastError.Reason == ReasonUninstallFailed {
+		if d.Annotations[api.AnnotationOperation] != api.OperationReconcile {
+			trace.Exit(ctx, "the uninstall failed: %s (set %s: \"true\" to delete without it, or the reconcile operation to retry it)",
+				d.Status.LastError.Message, api.AnnotationDeleteWithoutUninstall)
+			return controller.Result{}, nil
+		}
+		// A retry: a new lastReconcileTime identifies a new attempt.
+		d.Status.Phase, d.Status.LastError = api.DeployDeleting, nil
+		d.Status.LastReconcileTime = nextReconcileTime(k.opts.Now(), d.Status.LastReconcileTime)
+		if err := k.writeStatus(ctx, key, d); err != nil {
+			return controller.Result{}, err
+		}
+		d.Annotations = maps.Clone(d.Annotations)
+		delete(d.Annotations, api.AnnotationOperation)
+		if err := k.update(ctx, key, d); err != nil {
+			return controller.Result{}, err
+		}
+		trace.Action(ctx, "retrying the uninstall, as the reconcile operation asks")
 		return controller.Result{}, nil
 	}
 	out, err := k.d.Delete(ctx, item)
@@ -317,13 +350,6 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 		d.Status.LastError = &api.LastError{Reason: ReasonUninstallFailed, Message: msg, Time: k.opts.Now().UTC()}
 		if err := k.writeStatus(ctx, key, d); err != nil {
 			return controller.Result{}, err
-		}
-		if d.Annotations[api.AnnotationOperation] == api.OperationReconcile {
-			d.Annotations = maps.Clone(d.Annotations)
-			delete(d.Annotations, api.AnnotationOperation)
-			if err := k.update(ctx, key, d); err != nil {
-				return controller.Result{}, err
-			}
 		}
 		trace.Exit(ctx, "Failed: the uninstall failed: %s", msg)
 		return controller.Result{}, nil

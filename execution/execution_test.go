@@ -243,8 +243,9 @@ func TestExecution_FailedItemDeletionFailsExecutionUntilDeletedWithoutUninstall(
 func TestExecution_ItemNoDeployerHandlesWaitsInWork(t *testing.T) {
 	e := start(t)
 	e.Execution("app", []api.DeployItemTemplate{{Name: "a", Type: "nobody", Config: json.RawMessage(`{}`)}})
-	e.WaitItem("app-a", "created with a pending pickup", func(d api.DeployItem) bool {
-		return d.Annotations[api.AnnotationOperation] == api.OperationReconcile
+	e.WaitItem("app-a", "created with a pending pickup since its reconcile-time", func(d api.DeployItem) bool {
+		_, err := time.Parse(time.RFC3339, d.Annotations[api.AnnotationReconcileTime])
+		return d.Status.ObservedGeneration == 0 && err == nil
 	})
 	e.WaitExplain(api.KindExecution, "app", "waiting for a deployer to pick it up")
 	if x := e.GetExecution("app"); x.Status.Phase != api.DeployProgressing {

@@ -242,7 +242,7 @@ func failure(it *Item) string {
 
 func inWork(it *Item) string {
 	switch {
-	case it.Pending:
+	case it.Pending || it.ObservedGeneration == 0 && it.Phase == "":
 		return "waiting for a deployer to pick it up"
 	case !it.StatusUpToDate():
 		return fmt.Sprintf("status not up to date (generation %d, observed %d)", it.Generation, it.ObservedGeneration)

@@ -187,7 +187,11 @@ func (r *Reconciler) reconcileOp(ctx context.Context, key string, e *api.Executi
 				return err
 			}
 			setRef(&st.DeployItems, api.DeployItemRef{Name: name, Ref: ref, ExecutionGeneration: e.Generation, DeployItemGeneration: gen})
-			trace.Action(ctx, "updated deploy item %s (%s), generation %d", name, ref, gen)
+			verb := "updated"
+			if objs[name] == nil {
+				verb = "created"
+			}
+			trace.Action(ctx, "%s deploy item %s (%s), generation %d, for its deployer to pick up", verb, name, ref, gen)
 		}
 		if force {
 			// Every item not updated now stays class 2 until its turn.
@@ -347,9 +351,10 @@ func itemOf(name string, o *api.Object) (*Item, error) {
 
 // apply creates or updates the deploy item of template t (cur is its
 // resource, nil when missing) and returns its generation and name. The
-// item gets the reconcile-time annotation and the reconcile operation
-// annotation, so that its deployer picks it up even when its spec did not
-// change.
+// item gets the reconcile-time annotation (the base of the pickup
+// timeout). A new item, or one whose spec changes, has a status that is
+// not up to date, which makes its deployer pick it up; an item whose spec
+// stays as it is gets the reconcile operation annotation instead.
 func (r *Reconciler) apply(ctx context.Context, e *api.Execution, t api.DeployItemTemplate, cur *api.Object) (int64, string, error) {
 	var d api.DeployItem
 	if cur != nil {
@@ -375,11 +380,15 @@ func (r *Reconciler) apply(ctx context.Context, e *api.Execution, t api.DeployIt
 		d.Annotations = map[string]string{}
 	}
 	d.Annotations[api.AnnotationReconcileTime] = r.opts.Now().UTC().Format(time.RFC3339)
-	d.Annotations[api.AnnotationOperation] = api.OperationReconcile
 	if cr := d.ControllerRef(); cr == nil || cr.UID != e.UID {
 		d.OwnerReferences = append(dropController(d.OwnerReferences), api.OwnerRefTo(e, true))
 	}
-	d.Spec = api.DeployItemSpec{Type: t.Type, Target: t.Target, Config: t.Config, Timeout: t.Timeout}
+	spec := api.DeployItemSpec{Type: t.Type, Target: t.Target, Config: t.Config, Timeout: t.Timeout}
+	if cur != nil && sameSpec(d.Spec, spec) {
+		// The generation will not move: the operation tells the deployer.
+		d.Annotations[api.AnnotationOperation] = api.OperationReconcile
+	}
+	d.Spec = spec
 	obj, err := api.FromResource(&d)
 	if err != nil {
 		return 0, "", fmt.Errorf("execution: encode deploy item: %w", err)
@@ -399,6 +408,12 @@ func (r *Reconciler) apply(ctx context.Context, e *api.Execution, t api.DeployIt
 		return 0, "", fmt.Errorf("execution: write deploy item %s: %w", obj.Name, err)
 	}
 	return out.Generation, out.Name, nil
+}
+
+func sameSpec(a, b api.DeployItemSpec) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return jsonEqual(x, y)
 }
 
 func dropController(refs []api.OwnerReference) []api.OwnerReference {

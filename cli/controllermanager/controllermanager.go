@@ -26,6 +26,7 @@ import (
 
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
+	"cairn.dev/cairn/deployitem"
 	"cairn.dev/cairn/internal/privfile"
 	"cairn.dev/cairn/manager"
 	rtlocal "cairn.dev/cairn/runtime/local"
@@ -41,6 +42,9 @@ type flags struct {
 	gcWorkers   int
 	logLevel    string
 	runtimeDir  string
+
+	// timeouts are the deploy item timeouts' defaults.
+	timeouts deployitem.Timeouts
 }
 
 // New returns the `cairn controller-manager` command.
@@ -69,6 +73,9 @@ everything but the probes needs a bearer token the API server accepts.`,
 	fs.StringVar(&f.controllers, "controllers", "true", "which controllers to run: true (all) or a list ("+strings.Join(controllers.Names(), ",")+")")
 	fs.DurationVar(&f.leaderTTL, "leader-ttl", 5*time.Second, "how long a dead leader blocks failover")
 	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
+	fs.DurationVar(&f.timeouts.Pickup, "deployitem-pickup-timeout", deployitem.DefaultPickup, "how long a deploy item may wait for a deployer to pick it up before it fails (0: never)")
+	fs.DurationVar(&f.timeouts.Aborting, "deployitem-aborting-timeout", deployitem.DefaultAborting, "how long a deployer may take to abort a deploy item before it fails (0: never)")
+	fs.DurationVar(&f.timeouts.Progressing, "deployitem-progressing-timeout", deployitem.DefaultProgressing, "how long a deployer may work on a deploy item before it is aborted, unless its spec.timeout says otherwise (0: never)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.runtimeDir, "runtime-dir", defaultRuntimeDir(), "where the commands the controllers run keep their workspaces, state and logs (created mode 0700)")
 	return cmd
@@ -91,7 +98,7 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 	case f.advertise != "" && !httpURL(f.advertise):
 		return fmt.Errorf("--advertise-url %q: want http(s)://host[:port]", f.advertise)
 	}
-	ctrls, err := controllers.Select(controllers.List(controllers.Config{GCWorkers: f.gcWorkers}), f.controllers)
+	ctrls, err := controllers.Select(controllers.List(controllers.Config{GCWorkers: f.gcWorkers, DeployItemTimeouts: deployitem.NeverAsNegative(f.timeouts)}), f.controllers)
 	if err != nil {
 		return fmt.Errorf("--controllers: %w", err)
 	}

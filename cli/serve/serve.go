@@ -21,6 +21,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
+	"cairn.dev/cairn/deployitem"
 )
 
 type flags struct {
@@ -46,6 +47,9 @@ type flags struct {
 	etcdMaxTxnOps int
 	storeQuota    string
 	memory        memoryFlags
+
+	// timeouts are the deploy item timeouts' defaults.
+	timeouts deployitem.Timeouts
 }
 
 // memoryFlags bound the memory of requests (daemon.Options, as the server's).
@@ -112,6 +116,9 @@ cairn commands read.`,
 	fs.DurationVar(&f.bookmarkInterval, "bookmark-interval", 30*time.Second, "how often watches receive a BOOKMARK")
 	fs.DurationVar(&f.leaderTTL, "leader-ttl", 5*time.Second, "how long a dead leader blocks failover")
 	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
+	fs.DurationVar(&f.timeouts.Pickup, "deployitem-pickup-timeout", deployitem.DefaultPickup, "how long a deploy item may wait for a deployer to pick it up before it fails (0: never)")
+	fs.DurationVar(&f.timeouts.Aborting, "deployitem-aborting-timeout", deployitem.DefaultAborting, "how long a deployer may take to abort a deploy item before it fails (0: never)")
+	fs.DurationVar(&f.timeouts.Progressing, "deployitem-progressing-timeout", deployitem.DefaultProgressing, "how long a deployer may work on a deploy item before it is aborted, unless its spec.timeout says otherwise (0: never)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&f.writeConfig, "write-config", true, "write ~/.cairn/config (server and admin token) when it does not exist")
 
@@ -157,7 +164,7 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	if f.gcWorkers < 0 {
 		return fmt.Errorf("--gc-workers must not be negative, got %d", f.gcWorkers)
 	}
-	ctrls, err := controllers.Select(controllers.List(controllers.Config{GCWorkers: f.gcWorkers}), f.controllers)
+	ctrls, err := controllers.Select(controllers.List(controllers.Config{GCWorkers: f.gcWorkers, DeployItemTimeouts: deployitem.NeverAsNegative(f.timeouts)}), f.controllers)
 	if err != nil {
 		return fmt.Errorf("--controllers: %w", err)
 	}

@@ -77,5 +77,5 @@ func (Deployer) Delete(context.Context, *deployer.Item) (deployer.Outcome, error
 
 // Setup adds the mock deployer to a manager's term.
 func Setup(t *manager.Term) error {
-	return deployer.Setup(t, deployer.Options{Type: Type, Deployer: Deployer{}, Stateless: true})
+	return deployer.Setup(t, deployer.Options{Type: Type, Deployer: Deployer{}, Stateless: true, NoUninstall: true})
 }

@@ -18,6 +18,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/client/local"
+	"cairn.dev/cairn/deployitem"
 	"cairn.dev/cairn/gc"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/internal/testkit"
@@ -63,19 +64,30 @@ func Start(t testing.TB, opts Options, ctrls ...manager.Controller) *Env {
 	ts := servertest.Start(t)
 	e := &Env{T: t, Server: ts, C: local.New(ts.Registry, identity.System()), Traces: traces}
 	e.Create(testkit.Object(api.KindNamespace, "", NS))
+	e.Run(opts, ctrls...)
+	return e
+}
+
+// Run runs a manager with the garbage collector and ctrls (on opts's
+// runtime) until the returned stop is called or the test ends; stop
+// waits for every controller to return.
+func (e *Env) Run(opts Options, ctrls ...manager.Controller) (stop func()) {
+	t := e.T
+	t.Helper()
 	all := append([]manager.Controller{{Name: "gc", Setup: func(tm *manager.Term) error {
 		return gc.Setup(tm, gc.Options{Workers: 4, ConfirmRetry: 50 * time.Millisecond})
 	}}}, ctrls...)
-	m, err := manager.New(manager.Options{Client: e.C, Controllers: all, Logger: Logger(), Traces: traces, Runtime: opts.Runtime,
-		APIServer: ts.URL})
+	m, err := manager.New(manager.Options{Client: e.C, Controllers: all, Logger: Logger(), Traces: e.Traces, Runtime: opts.Runtime,
+		APIServer: e.Server.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = m.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return e
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
 }
 
 // Ctx is a context for one call.
@@ -247,4 +259,9 @@ func (e *Env) WaitExplain(kind, name, want string) {
 // Mock is a mock deploy item template.
 func Mock(name string, config string, dependsOn ...string) api.DeployItemTemplate {
 	return api.DeployItemTemplate{Name: name, Type: "mock", Config: json.RawMessage(config), DependsOn: dependsOn}
+}
+
+// NoTimeouts disables every deploy item timeout.
+func NoTimeouts() deployitem.Timeouts {
+	return deployitem.Timeouts{Pickup: -1, Aborting: -1, Progressing: -1}
 }
