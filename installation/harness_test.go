@@ -123,7 +123,11 @@ func (e *env) waitPhase(name string, phase api.InstallationPhase) *api.Installat
 func (e *env) waitGone(kind, name string) {
 	e.t.Helper()
 	testkit.EventuallyNil(e.t, wait, kind+" "+name+" gone", func() error {
-		_, err := e.c.Get(e.ctx, kind, e.ns, name)
+		obj, err := e.c.Get(e.ctx, kind, e.ns, name)
+		if err == nil && kind == api.KindInstallation && time.Since(obj.CreationTimestamp) > wait-5*time.Second {
+			raw, _ := json.Marshal(obj)
+			e.t.Logf("%s %s still there: %s\ntrace:\n%s", kind, name, raw, e.explain(name))
+		}
 		if errors.Is(err, api.ErrNotFound) {
 			return nil
 		}

@@ -131,10 +131,18 @@ func TestInstallation_DeletionWithForceReconcileSkipsTheSiblingCheck(t *testing.
 	e.finish("producer", 0, api.DeploySucceeded, nil)
 	e.finish("consumer", 0, api.DeploySucceeded, nil)
 	e.waitPhase("consumer", api.InstallationSucceeded)
-	e.annotate(api.KindInstallation, "producer", api.AnnotationOperation, api.OperationForceReconcile)
+	// The deletion is blocked by the importer; force-reconcile lets it
+	// go on without the check.
 	if _, _, err := e.c.Delete(e.ctx, api.KindInstallation, e.ns, "producer", api.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	e.waitInst("producer", "deletion blocked", func(in *api.Installation) string {
+		if in.Status.LastError == nil || in.Status.LastError.Reason != "DeletionBlocked" {
+			return "not blocked"
+		}
+		return ""
+	})
+	e.annotate(api.KindInstallation, "producer", api.AnnotationOperation, api.OperationForceReconcile)
 	e.waitGone(api.KindInstallation, "producer")
 	e.waitGone(api.KindExecution, "producer")
 	if _, err := e.inst("consumer"); err != nil {

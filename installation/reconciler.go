@@ -234,7 +234,7 @@ func (r *Reconciler) updateAndProgress(ctx context.Context, inst *api.Installati
 	if err != nil {
 		return r.failed(ctx, inst, err)
 	}
-	trace.Action(ctx, "%s ✔️ updated the nested objects: execution %q, %d subinstallation(s)", step, execRef, len(subs))
+	trace.Action(ctx, "%s updated the nested objects: execution %q, %d subinstallation(s)", step, execRef, len(subs))
 	if err := r.dropOperation(ctx, inst); err != nil {
 		return controller.Result{}, err
 	}
@@ -444,7 +444,7 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 				}
 				trace.Check(ctx, "1.1 update failed (%s); deleting what exists", f.err)
 			} else {
-				trace.Action(ctx, "1.1 ✔️ nested objects updated")
+				trace.Action(ctx, "1.1 nested objects updated")
 			}
 		}
 		gone, err := r.deleteNested(ctx, inst, api.OperationForceReconcile)
@@ -452,13 +452,13 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 			return controller.Result{}, err
 		}
 		if gone {
-			trace.Action(ctx, "1.2 ✔️ nested objects gone: finalizer removed")
+			trace.Action(ctx, "1.2 nested objects gone: finalizer removed")
 			return controller.Result{}, r.updateMeta(ctx, inst, func(m *api.ObjectMeta) {
 				m.RemoveFinalizer(api.FinalizerInstallation)
 				delete(m.Annotations, api.AnnotationOperation)
 			})
 		}
-		trace.Exit(ctx, "1.2 ✔️ deleting the nested objects (force-reconcile propagated); waiting for them to go")
+		trace.Exit(ctx, "1.2 deleting the nested objects (force-reconcile propagated); waiting for them to go")
 		return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) { s.Phase = api.InstallationDeleting })
 	}
 	// 2. Check for sibling imports.
@@ -480,7 +480,7 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 	}
 	// 4. Shortcut deletion for empty installations.
 	if phase == "" {
-		trace.Action(ctx, "4. ✔️ nothing nested left: finalizer removed")
+		trace.Action(ctx, "4. nothing nested left: finalizer removed")
 		return controller.Result{}, r.updateMeta(ctx, inst, func(m *api.ObjectMeta) { m.RemoveFinalizer(api.FinalizerInstallation) })
 	}
 	trace.Check(ctx, "3. combined phase: %s %s", phase, describe(why))
@@ -520,7 +520,7 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 				}
 				trace.Check(ctx, "6. update failed (%s); deleting what exists", f.err)
 			} else {
-				trace.Action(ctx, "6. ✔️ update required (%s): nested objects updated", reason)
+				trace.Action(ctx, "6. update required (%s): nested objects updated", reason)
 			}
 		}
 	}
@@ -528,7 +528,7 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 	if _, err := r.deleteNested(ctx, inst, ""); err != nil {
 		return controller.Result{}, err
 	}
-	trace.Exit(ctx, "7. ✔️ deleting the nested objects; waiting for them to go")
+	trace.Exit(ctx, "7. deleting the nested objects; waiting for them to go")
 	return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) { s.Phase = api.InstallationDeleting })
 }
 

@@ -85,6 +85,22 @@ func (r *Reconciler) updateMeta(ctx context.Context, inst *api.Installation, cha
 		return nil
 	}
 	out, err := client.For[*api.Installation](r.c).Update(ctx, &next)
+	for attempt := 0; errors.Is(err, api.ErrConflict) && attempt < conflictRetries; attempt++ {
+		// Someone else changed the object (an annotation, a status):
+		// re-apply the change to the current metadata.
+		var fresh *api.Installation
+		if fresh, err = client.For[*api.Installation](r.c).Get(ctx, inst.Namespace, inst.Name); err != nil {
+			break
+		}
+		if fresh.UID != inst.UID || fresh.Generation != inst.Generation {
+			err = fmt.Errorf("changed while reconciling: %w", api.ErrConflict)
+			break
+		}
+		next = *fresh
+		next.ObjectMeta = *fresh.DeepCopy()
+		change(&next.ObjectMeta)
+		out, err = client.For[*api.Installation](r.c).Update(ctx, &next)
+	}
 	if errors.Is(err, api.ErrNotFound) && inst.Deleting() {
 		r.forget(api.KindInstallation, inst.Namespace, inst.Name)
 		return nil // the last finalizer went: the installation is gone
@@ -96,6 +112,9 @@ func (r *Reconciler) updateMeta(ctx context.Context, inst *api.Installation, cha
 	*inst = *out
 	return nil
 }
+
+// conflictRetries bounds the re-reads of a write that met a Conflict.
+const conflictRetries = 3
 
 // setStatus changes inst's status with a compare-and-swap write (none when
 // nothing changes) and keeps inst current.
@@ -110,6 +129,22 @@ func (r *Reconciler) setStatus(ctx context.Context, inst *api.Installation, chan
 	}
 	next.Status = st
 	out, err := client.For[*api.Installation](r.c).UpdateStatus(ctx, &next)
+	for attempt := 0; errors.Is(err, api.ErrConflict) && attempt < conflictRetries; attempt++ {
+		// Someone else changed the object (usually an annotation): while
+		// its generation is the one this reconcile worked on, the status
+		// change still holds; re-apply it to the current status.
+		var fresh *api.Installation
+		if fresh, err = client.For[*api.Installation](r.c).Get(ctx, inst.Namespace, inst.Name); err != nil {
+			break
+		}
+		if fresh.UID != inst.UID || fresh.Generation != inst.Generation {
+			err = fmt.Errorf("changed while reconciling: %w", api.ErrConflict)
+			break
+		}
+		next = *fresh
+		change(&next.Status)
+		out, err = client.For[*api.Installation](r.c).UpdateStatus(ctx, &next)
+	}
 	if err != nil {
 		return fmt.Errorf("installation %s: update status: %w", inst.Name, err)
 	}
