@@ -149,6 +149,10 @@ func (e *env) finish(name string, after int64, phase api.DeployPhase, exports ma
 	testkit.EventuallyNil(e.t, wait, "finish execution "+name, func() error {
 		ex, err := e.exec(name)
 		if err != nil {
+			in, _ := e.inst(name)
+			if in != nil {
+				return fmt.Errorf("%w; installation status %s; trace:\n%s", err, statusString(in), e.explain(name))
+			}
 			return err
 		}
 		if ex.Generation <= after && ex.Annotations[api.AnnotationOperation] == "" {
