@@ -39,7 +39,9 @@ type Options struct {
 	Stateless bool
 	// Informers is the process's shared informer factory. Required.
 	Informers *informer.Factory
-	// Workers is the number of items handled concurrently; default 8.
+	// Workers is the number of items handled concurrently; default 32
+	// (the work is mostly waiting for writes to commit, which etcd
+	// batches).
 	Workers int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
@@ -77,7 +79,7 @@ func New(c client.Interface, opts Options) (*Controller, error) {
 		return nil, errors.New("deployer: Options.Informers is required")
 	}
 	if opts.Workers <= 0 {
-		opts.Workers = 8
+		opts.Workers = 32
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
