@@ -182,3 +182,17 @@ func TestDeployer_DeletionUninstallsUnlessDeleteWithoutUninstall(t *testing.T) {
 		return err != nil
 	})
 }
+
+func TestDeployer_MissingTargetFailsTheItemNamingIt(t *testing.T) {
+	r := newRecorder()
+	e := start(t, r)
+	r.release("x")
+	e.Create(deploytest.Object(api.KindDeployItem, "x", &api.DeployItem{Spec: api.DeployItemSpec{Type: "rec", Target: "cluster-a"}}))
+	d := e.WaitItem("x", "failed", func(d api.DeployItem) bool { return d.Status.Phase == api.DeployFailed })
+	if d.Status.LastError == nil || d.Status.LastError.Reason != deployer.ReasonTargetNotFound || !strings.Contains(d.Status.LastError.Message, "cluster-a") {
+		t.Fatalf("lastError %+v: want TargetNotFound naming cluster-a", d.Status.LastError)
+	}
+	if runs, _, _ := r.counts(); runs != 0 {
+		t.Fatalf("%d runs without a target", runs)
+	}
+}
