@@ -221,6 +221,11 @@ func (k *Controller) work(ctx context.Context, key string, item *Item) (controll
 	} else if err != nil {
 		return controller.Result{}, err
 	}
+	// A pickup cut short between its two writes (a crash) left the item
+	// without its finalizer: add it before any work.
+	if err := k.claim(ctx, key, item); err != nil {
+		return controller.Result{}, err
+	}
 	out, err := k.d.Reconcile(ctx, item)
 	if err != nil {
 		trace.Exit(ctx, "the %s deployer failed to act: %v", k.opts.Type, err)
