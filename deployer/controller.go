@@ -39,7 +39,9 @@ type Options struct {
 	Stateless bool
 	// Informers is the process's shared informer factory. Required.
 	Informers *informer.Factory
-	// Workers is the number of items handled concurrently; default 8.
+	// Workers is the number of items handled concurrently; default 32
+	// (the work is mostly waiting for writes to commit, which etcd
+	// batches).
 	Workers int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
@@ -77,7 +79,7 @@ func New(c client.Interface, opts Options) (*Controller, error) {
 		return nil, errors.New("deployer: Options.Informers is required")
 	}
 	if opts.Workers <= 0 {
-		opts.Workers = 8
+		opts.Workers = 32
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -159,10 +161,10 @@ func (k *Controller) pickup(ctx context.Context, key string, item *Item) (contro
 	st.Phase, st.ObservedGeneration, st.LastError, st.ExportRef = api.DeployProgressing, d.Generation, nil, ""
 	st.LastReconcileTime = nextReconcileTime(k.opts.Now(), d.Status.LastReconcileTime)
 	d.Status = st
-	if err := k.resolve(ctx, item); err != nil {
+	if err := k.resolve(ctx, item); err != nil && !errors.Is(err, api.ErrNotFound) {
 		return controller.Result{}, err
 	}
-	if k.opts.Stateless {
+	if k.opts.Stateless && (item.Spec.Target == "" || item.Target != nil) {
 		out, err := k.d.Reconcile(ctx, item)
 		if err != nil {
 			return controller.Result{}, err
@@ -213,7 +215,15 @@ func (k *Controller) claim(ctx context.Context, key string, item *Item) error {
 
 // work continues the run and finishes it when it has ended.
 func (k *Controller) work(ctx context.Context, key string, item *Item) (controller.Result, error) {
-	if err := k.resolve(ctx, item); err != nil {
+	if err := k.resolve(ctx, item); errors.Is(err, api.ErrNotFound) {
+		return controller.Result{}, k.finish(ctx, key, item, Failed(ReasonTargetNotFound,
+			"target %s does not exist in namespace %s", item.Spec.Target, item.Namespace))
+	} else if err != nil {
+		return controller.Result{}, err
+	}
+	// A pickup cut short between its two writes (a crash) left the item
+	// without its finalizer: add it before any work.
+	if err := k.claim(ctx, key, item); err != nil {
 		return controller.Result{}, err
 	}
 	out, err := k.d.Reconcile(ctx, item)
@@ -262,7 +272,7 @@ func (k *Controller) finish(ctx context.Context, key string, item *Item, out Out
 // annotations.
 func (k *Controller) abort(ctx context.Context, key string, item *Item) error {
 	d := item.DeployItem
-	if err := k.resolve(ctx, item); err != nil {
+	if err := k.resolve(ctx, item); err != nil && !errors.Is(err, api.ErrNotFound) {
 		return err
 	}
 	if !d.Status.Phase.Completed() {
@@ -297,7 +307,7 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 		trace.Exit(ctx, "no %s finalizer: nothing to uninstall", api.FinalizerDeployer)
 		return controller.Result{}, nil
 	}
-	if err := k.resolve(ctx, item); err != nil {
+	if err := k.resolve(ctx, item); err != nil && !errors.Is(err, api.ErrNotFound) {
 		return controller.Result{}, err
 	}
 	if d.Annotations[api.AnnotationDeleteWithoutUninstall] == "true" {
@@ -358,8 +368,13 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 	return controller.Result{}, k.release(ctx, key, d)
 }
 
-// ReasonUninstallFailed is the lastError reason of a failed uninstall.
-const ReasonUninstallFailed = "UninstallFailed"
+// Reasons in a deploy item's lastError set by the library.
+const (
+	// ReasonUninstallFailed: the uninstall failed.
+	ReasonUninstallFailed = "UninstallFailed"
+	// ReasonTargetNotFound: the item's target does not exist.
+	ReasonTargetNotFound = "TargetNotFound"
+)
 
 func (k *Controller) release(ctx context.Context, key string, d *api.DeployItem) error {
 	d.RemoveFinalizer(api.FinalizerDeployer)
@@ -371,7 +386,9 @@ func (k *Controller) release(ctx context.Context, key string, d *api.DeployItem)
 	return nil
 }
 
-// resolve sets the item's run id and reads its target.
+// resolve sets the item's run id and reads its target; a target that
+// does not exist is an error wrapping api.ErrNotFound (Item.Target stays
+// nil).
 func (k *Controller) resolve(ctx context.Context, item *Item) error {
 	d := item.DeployItem
 	item.Run = RunID(d.UID, d.Generation, d.Status.LastReconcileTime)

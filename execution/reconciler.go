@@ -31,7 +31,8 @@ import (
 // but for Informers, which New requires.
 type Options struct {
 	// Workers is the number of executions reconciled concurrently;
-	// default 8.
+	// default 32 (the work is mostly waiting for writes to commit, which
+	// etcd batches).
 	Workers int
 	// Informers is the process's shared informer factory. Required.
 	Informers *informer.Factory
@@ -72,7 +73,7 @@ func New(c client.Interface, opts Options) (*Reconciler, error) {
 		return nil, errors.New("execution: Options.Informers is required")
 	}
 	if opts.Workers <= 0 {
-		opts.Workers = 8
+		opts.Workers = 32
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

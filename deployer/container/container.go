@@ -112,6 +112,8 @@ func (d *Deployer) Reconcile(ctx context.Context, item *deployer.Item) (deployer
 		switch {
 		case errors.Is(err, runtime.ErrNotFound):
 			data = nil
+		case errors.Is(err, runtime.ErrInvalid):
+			return deployer.Failed(ReasonBadExports, "the exports file cannot be read: %v", err), nil
 		case err != nil:
 			return deployer.Outcome{}, fmt.Errorf("container: read exports of %s: %w", item.Run, err)
 		case !json.Valid(data):
