@@ -68,6 +68,13 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 		return controller.Result{}, err
 	}
 	trace.Check(ctx, "2. no sibling imports an export")
+	// The way out of a hanging deletion: pass delete-without-uninstall on
+	// to whatever is nested, also when its deletion already failed.
+	if inst.Annotations[api.AnnotationDeleteWithoutUninstall] == "true" {
+		if err := r.passOn(ctx, inst, map[string]string{api.AnnotationDeleteWithoutUninstall: "true"}); err != nil {
+			return controller.Result{}, err
+		}
+	}
 	// 3. Compute combined phase.
 	phase, why, ok := r.combined(inst)
 	if !ok {
@@ -138,4 +145,19 @@ func (r *Reconciler) nestedState(inst *api.Installation) (exists, deleting bool)
 		exists, deleting = true, deleting || s.Deleting()
 	}
 	return exists, deleting
+}
+
+// passOn sets annotations on the execution and the nested installations.
+func (r *Reconciler) passOn(ctx context.Context, inst *api.Installation, set map[string]string) error {
+	if e := r.caches.execution(inst); e != nil {
+		if err := r.annotate(ctx, api.KindExecution, &e.ObjectMeta, set); err != nil {
+			return err
+		}
+	}
+	for _, s := range r.caches.subinstallations(inst) {
+		if err := r.annotate(ctx, api.KindInstallation, &s.ObjectMeta, set); err != nil {
+			return err
+		}
+	}
+	return nil
 }
