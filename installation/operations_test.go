@@ -265,3 +265,36 @@ func TestInstallation_ThreeLevelTreeConvergesAndExportsFlowUp(t *testing.T) {
 		e.waitGone(api.KindInstallation, n)
 	}
 }
+
+func TestInstallation_NothingNestedSucceedsByDefaultAndDeletesAtOnce(t *testing.T) {
+	e := start(t)
+	e.apply(`apiVersion: cairn.dev/v1alpha1
+kind: Installation
+metadata: {name: empty}
+spec:
+  blueprint: {inline: {}}
+`)
+	e.waitPhase("empty", api.InstallationSucceeded)
+	e.waitExplain("empty", "2. nothing nested: Succeeded by default")
+	if _, _, err := e.c.Delete(e.ctx, api.KindInstallation, e.ns, "empty", api.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGone(api.KindInstallation, "empty")
+	e.waitExplain("empty", "4. nothing nested left: finalizer removed")
+}
+
+func TestInstallation_NestedCheckFollowsAPhaseChangeOfTheExecution(t *testing.T) {
+	e := start(t)
+	e.apply(singleYAML)
+	g := e.finish("one", 0, api.DeploySucceeded, nil)
+	e.waitPhase("one", api.InstallationSucceeded)
+	// The execution fails later (someone re-ran it): the final, unmodified
+	// installation follows it through the nested check.
+	e.annotate(api.KindExecution, "one", api.AnnotationOperation, api.OperationReconcile)
+	e.finish("one", g-1, api.DeployFailed, nil)
+	in := e.waitPhase("one", api.InstallationFailed)
+	if in.Status.LastError == nil || in.Status.LastError.Reason != "NestedFailed" {
+		t.Fatalf("lastError %+v", in.Status.LastError)
+	}
+	e.waitExplain("one", "5. nested phase changed")
+}
