@@ -45,38 +45,75 @@ func decodeInst(obj *api.Object) *api.Installation {
 	return in
 }
 
+// refs is the part of an installation's spec the indexes read, decoded
+// from the spec alone (cheaper than the whole object, on every event).
+type refs struct {
+	Blueprint struct {
+		Ref string `json:"ref"`
+	} `json:"blueprint"`
+	Imports struct {
+		Data []struct {
+			DataRef string `json:"dataRef"`
+		} `json:"data"`
+	} `json:"imports"`
+	Exports struct {
+		Data []struct {
+			DataRef string `json:"dataRef"`
+		} `json:"data"`
+	} `json:"exports"`
+}
+
+func refsOf(obj *api.Object) *refs {
+	var r refs
+	if err := json.Unmarshal(obj.Field(api.FieldSpec), &r); err != nil {
+		return nil
+	}
+	return &r
+}
+
 func indexExportsFunc(obj *api.Object) []string {
-	in := decodeInst(obj)
-	if in == nil {
+	r := refsOf(obj)
+	if r == nil {
 		return nil
 	}
 	var out []string
-	for _, e := range in.Spec.Exports.Data {
-		out = append(out, ctxKey(in.Namespace, contextOf(&in.ObjectMeta), e.DataRef))
+	for _, e := range r.Exports.Data {
+		out = append(out, ctxKey(obj.Namespace, contextOf(&obj.ObjectMeta), e.DataRef))
 	}
 	return out
 }
 
 func indexImportsFunc(obj *api.Object) []string {
-	in := decodeInst(obj)
-	if in == nil {
+	r := refsOf(obj)
+	if r == nil {
 		return nil
 	}
 	var out []string
-	for _, d := range in.Spec.Imports.Data {
+	for _, d := range r.Imports.Data {
 		if d.DataRef != "" {
-			out = append(out, ctxKey(in.Namespace, contextOf(&in.ObjectMeta), d.DataRef))
+			out = append(out, ctxKey(obj.Namespace, contextOf(&obj.ObjectMeta), d.DataRef))
 		}
 	}
 	return out
 }
 
 func indexBlueprintFunc(obj *api.Object) []string {
-	in := decodeInst(obj)
-	if in == nil || in.Spec.Blueprint.Ref == "" {
+	r := refsOf(obj)
+	if r == nil || r.Blueprint.Ref == "" {
 		return nil
 	}
-	return []string{api.Key(in.Namespace, in.Spec.Blueprint.Ref)}
+	return []string{api.Key(obj.Namespace, r.Blueprint.Ref)}
+}
+
+// subinstallationsOf reads status.subinstallations alone.
+func subinstallationsOf(obj *api.Object) []api.NamedRef {
+	var st struct {
+		Subinstallations []api.NamedRef `json:"subinstallations"`
+	}
+	if raw := obj.Field(api.FieldStatus); len(raw) > 0 {
+		_ = json.Unmarshal(raw, &st)
+	}
+	return st.Subinstallations
 }
 
 // caches are the shared informers the controller reads.

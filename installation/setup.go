@@ -20,7 +20,8 @@ import (
 
 // Options configures the installation controller. The zero value is usable.
 type Options struct {
-	// Workers is the number of installations reconciled at once; default 8.
+	// Workers is the number of installations reconciled at once; default
+	// 16 (a reconcile mostly waits for its writes).
 	Workers int
 	// Logger receives the controller's logs; default slog.Default().
 	Logger *slog.Logger
@@ -48,7 +49,7 @@ type Controller struct {
 // New builds the controller acting through c. It does nothing until Run.
 func New(c client.Interface, opts Options) *Controller {
 	if opts.Workers <= 0 {
-		opts.Workers = 8
+		opts.Workers = 16
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -120,12 +121,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	controller.EnqueueFromInformer(r.caches.insts, ctrl, func(obj *api.Object) []string {
 		keys := []string{api.Key(obj.Namespace, obj.Name)}
 		keys = append(keys, controller.ControllerOwnerKey(api.KindInstallation)(obj)...)
-		in := decodeInst(obj)
-		if in == nil {
-			return keys
-		}
-		for _, s := range in.Status.Subinstallations {
-			keys = append(keys, api.Key(in.Namespace, s.Ref))
+		for _, s := range subinstallationsOf(obj) {
+			keys = append(keys, api.Key(obj.Namespace, s.Ref))
 		}
 		for _, v := range indexExportsFunc(obj) {
 			for _, s := range r.caches.byIndex(indexImports, v) {
