@@ -235,23 +235,25 @@ func (d *Deployer) Abort(ctx context.Context, item *deployer.Item) error {
 	return d.stopOthers(ctx, item.UID, "")
 }
 
-// Delete stops every run, then runs the delete command, if any; once the
-// item is uninstalled its units are removed, logs included.
+// Delete stops every run, then runs the delete command, if any.
 func (d *Deployer) Delete(ctx context.Context, item *deployer.Item) (deployer.Outcome, error) {
 	if err := d.stopOthers(ctx, item.UID, ""); err != nil {
 		return deployer.Outcome{}, err
 	}
 	cfg, err := config(item)
 	if err != nil || len(cfg.DeleteCommand) == 0 {
-		return deployer.Succeeded(nil), d.removeAll(ctx, item.UID)
+		return deployer.Succeeded(nil), nil
 	}
-	out, err := d.run(ctx, item, deleteUnit(item), cfg.DeleteCommand, cfg, func(context.Context) (deployer.Outcome, error) {
+	// The delete unit stays (with its logs) until Forget: a Delete called
+	// again finds it ended and does not run the command twice.
+	return d.run(ctx, item, deleteUnit(item), cfg.DeleteCommand, cfg, func(context.Context) (deployer.Outcome, error) {
 		return deployer.Succeeded(nil), nil
 	})
-	if err != nil || !out.Done || out.Phase != api.DeploySucceeded {
-		return out, err
-	}
-	return out, d.removeAll(ctx, item.UID)
+}
+
+// Forget removes every unit of a deleted item, logs included.
+func (d *Deployer) Forget(ctx context.Context, item *deployer.Item) error {
+	return d.removeAll(ctx, item.UID)
 }
 
 func (d *Deployer) removeAll(ctx context.Context, uid string) error {
