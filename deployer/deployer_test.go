@@ -20,7 +20,7 @@ type recorder struct {
 	mu       sync.Mutex
 	runs     map[string]bool // run ids seen
 	released map[string]bool // item names whose runs may end
-	deletes  map[string]int // uninstalls by item name
+	deletes  map[string]int  // uninstalls by item name
 	aborts   int
 }
 
