@@ -315,7 +315,7 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 		if err := k.d.Abort(ctx, item); err != nil {
 			return controller.Result{}, fmt.Errorf("deployer: stop %s: %w", key, err)
 		}
-		return controller.Result{}, k.release(ctx, key, d)
+		return controller.Result{}, k.release(ctx, key, item)
 	}
 	if d.Status.Phase == api.DeployFailed && d.Status.LastError != nil && d.Status.LastError.Reason == ReasonUninstallFailed {
 		if d.Annotations[api.AnnotationOperation] != api.OperationReconcile {
@@ -365,7 +365,7 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 		return controller.Result{}, nil
 	}
 	trace.Action(ctx, "uninstalled")
-	return controller.Result{}, k.release(ctx, key, d)
+	return controller.Result{}, k.release(ctx, key, item)
 }
 
 // Reasons in a deploy item's lastError set by the library.
@@ -376,15 +376,49 @@ const (
 	ReasonTargetNotFound = "TargetNotFound"
 )
 
-func (k *Controller) release(ctx context.Context, key string, d *api.DeployItem) error {
-	d.RemoveFinalizer(api.FinalizerDeployer)
-	if err := k.update(ctx, key, d); err != nil && !errors.Is(err, api.ErrNotFound) {
-		return err
+// release removes the deployer's finalizer once the uninstall is done (or
+// skipped). A Conflict re-reads the item and tries again, so that a
+// finished uninstall is never run a second time because the item changed
+// meanwhile; then a Deployer that implements Forgetter forgets the item.
+func (k *Controller) release(ctx context.Context, key string, item *Item) error {
+	d := item.DeployItem
+	for attempt := 0; ; attempt++ {
+		d.RemoveFinalizer(api.FinalizerDeployer)
+		err := k.update(ctx, key, d)
+		if err == nil || errors.Is(err, api.ErrNotFound) {
+			break
+		}
+		if !errors.Is(err, api.ErrConflict) || attempt >= maxReleaseAttempts {
+			return err
+		}
+		obj, gerr := k.c.Get(ctx, api.KindDeployItem, d.Namespace, d.Name)
+		if errors.Is(gerr, api.ErrNotFound) {
+			break
+		}
+		if gerr != nil {
+			return fmt.Errorf("deployer: re-read %s: %w", key, gerr)
+		}
+		var fresh api.DeployItem
+		if err := obj.Into(&fresh); err != nil {
+			return fmt.Errorf("deployer: decode %s: %w", key, err)
+		}
+		if fresh.UID != d.UID {
+			break
+		}
+		*d = fresh
 	}
 	trace.Action(ctx, "removed finalizer %s", api.FinalizerDeployer)
+	if f, ok := k.d.(Forgetter); ok {
+		if err := f.Forget(ctx, item); err != nil {
+			k.opts.Logger.Warn("deployer: forget a deleted item", "item", key, "err", err)
+		}
+	}
 	trace.Exit(ctx, "deleted")
 	return nil
 }
+
+// maxReleaseAttempts bounds the re-reads of release.
+const maxReleaseAttempts = 10
 
 // resolve sets the item's run id and reads its target; a target that
 // does not exist is an error wrapping api.ErrNotFound (Item.Target stays

@@ -96,8 +96,17 @@ type Deployer interface {
 	// error.
 	Abort(ctx context.Context, item *Item) error
 	// Delete uninstalls the item; like Reconcile it is called until it
-	// reports Done (Phase Succeeded: uninstalled, the finalizer goes;
+	// reports Done, and must be idempotent too (after a Done it may be
+	// called again when the process stopped before the finalizer was
+	// removed) (Phase Succeeded: uninstalled, the finalizer goes;
 	// Failed: the uninstall failed, the item stays with its error), and it
 	// must stop the work of every run first.
 	Delete(ctx context.Context, item *Item) (Outcome, error)
+}
+
+// Forgetter is implemented by Deployers that keep something of an item
+// after its uninstall (logs, say): Forget is called once the item's
+// finalizer is gone. It may block briefly; an error is only logged.
+type Forgetter interface {
+	Forget(ctx context.Context, item *Item) error
 }

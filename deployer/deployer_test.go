@@ -20,11 +20,13 @@ type recorder struct {
 	mu       sync.Mutex
 	runs     map[string]bool // run ids seen
 	released map[string]bool // item names whose runs may end
-	deletes  int
+	deletes  map[string]int  // uninstalls by item name
 	aborts   int
 }
 
-func newRecorder() *recorder { return &recorder{runs: map[string]bool{}, released: map[string]bool{}} }
+func newRecorder() *recorder {
+	return &recorder{runs: map[string]bool{}, released: map[string]bool{}, deletes: map[string]int{}}
+}
 
 func (r *recorder) Reconcile(_ context.Context, item *deployer.Item) (deployer.Outcome, error) {
 	r.mu.Lock()
@@ -43,10 +45,10 @@ func (r *recorder) Abort(context.Context, *deployer.Item) error {
 	return nil
 }
 
-func (r *recorder) Delete(context.Context, *deployer.Item) (deployer.Outcome, error) {
+func (r *recorder) Delete(_ context.Context, item *deployer.Item) (deployer.Outcome, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.deletes++
+	r.deletes[item.Name]++
 	return deployer.Succeeded(nil), nil
 }
 
@@ -56,10 +58,16 @@ func (r *recorder) release(name string) {
 	r.released[name] = true
 }
 
-func (r *recorder) counts() (runs, aborts, deletes int) {
+func (r *recorder) counts() (runs, aborts int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.runs), r.aborts, r.deletes
+	return len(r.runs), r.aborts
+}
+
+func (r *recorder) uninstalls(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.deletes[name]
 }
 
 func start(t *testing.T, r *recorder) *deploytest.Env {
@@ -135,7 +143,7 @@ func TestDeployer_ReconcileAnnotationStartsANewRun(t *testing.T) {
 		_, asked := d.Annotations[api.AnnotationOperation]
 		return !asked && d.Status.Phase == api.DeploySucceeded && d.Status.LastReconcileTime.After(first.Status.LastReconcileTime)
 	})
-	if runs, _, _ := r.counts(); runs != 2 {
+	if runs, _ := r.counts(); runs != 2 {
 		t.Fatalf("%d runs, want 2", runs)
 	}
 }
@@ -151,7 +159,7 @@ func TestDeployer_AbortStopsTheRunAndFailsTheItem(t *testing.T) {
 		return !asked && d.Status.Phase == api.DeployFailed && d.Status.LastError != nil && d.Status.LastError.Reason == "Aborted" &&
 			d.Status.ObservedGeneration == d.Generation
 	})
-	if _, aborts, _ := r.counts(); aborts != 1 {
+	if _, aborts := r.counts(); aborts != 1 {
 		t.Fatalf("%d aborts, want 1", aborts)
 	}
 }
@@ -168,14 +176,14 @@ func TestDeployer_DeletionUninstallsUnlessDeleteWithoutUninstall(t *testing.T) {
 	}
 	e.Delete(api.KindDeployItem, "x")
 	e.WaitGone(api.KindDeployItem, "x")
-	if _, _, deletes := r.counts(); deletes != 1 {
-		t.Fatalf("%d uninstalls for x, want 1", deletes)
+	if r.uninstalls("x") == 0 {
+		t.Fatal("x went without its uninstall")
 	}
 	e.Patch(api.KindDeployItem, "y", `{"metadata":{"annotations":{"cairn.dev/delete-without-uninstall":"true"}}}`)
 	e.Delete(api.KindDeployItem, "y")
 	e.WaitGone(api.KindDeployItem, "y")
-	if _, _, deletes := r.counts(); deletes != 1 {
-		t.Fatalf("%d uninstalls after y went without one, want still 1", deletes)
+	if n := r.uninstalls("y"); n != 0 {
+		t.Fatalf("%d uninstalls of y, deleted without uninstall", n)
 	}
 	testkit.Eventually(t, deploytest.Wait, "the exports of x collected with it", func() bool {
 		_, err := e.C.Get(e.Ctx(), api.KindDataObject, deploytest.NS, deployer.ExportName("x"))
@@ -192,7 +200,7 @@ func TestDeployer_MissingTargetFailsTheItemNamingIt(t *testing.T) {
 	if d.Status.LastError == nil || d.Status.LastError.Reason != deployer.ReasonTargetNotFound || !strings.Contains(d.Status.LastError.Message, "cluster-a") {
 		t.Fatalf("lastError %+v: want TargetNotFound naming cluster-a", d.Status.LastError)
 	}
-	if runs, _, _ := r.counts(); runs != 0 {
+	if runs, _ := r.counts(); runs != 0 {
 		t.Fatalf("%d runs without a target", runs)
 	}
 }

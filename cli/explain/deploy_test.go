@@ -3,6 +3,7 @@ package explain_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,9 @@ import (
 // deploy item that failed and its error, and on a deploy item of a type no
 // deployer handles, the pickup timeout that fired.
 func TestExplain_ExecutionSaysWhichItemFailedAndWhichTimeoutFired(t *testing.T) {
-	cfg := controllers.Config{DeployItemTimeouts: deployitem.Timeouts{Pickup: time.Second}}
+	// A pickup timeout short enough for the test, long enough for the mock
+	// deployer of a loaded machine to pick its items up first.
+	cfg := controllers.Config{DeployItemTimeouts: deployitem.Timeouts{Pickup: 5 * time.Second}}
 	d, c := clitest.StartDaemon(t, daemon.Options{Controllers: controllers.List(cfg), LeaderTTL: time.Second})
 	ctx := context.Background()
 	if _, err := c.Create(ctx, testkit.Object(api.KindNamespace, "", "demo")); err != nil {
@@ -44,15 +47,15 @@ func TestExplain_ExecutionSaysWhichItemFailedAndWhichTimeoutFired(t *testing.T) 
 	explain := func(what string, want ...string) {
 		t.Helper()
 		var out string
-		testkit.Eventually(t, 60*time.Second, "explain "+what+" to say "+strings.Join(want, ", "), func() bool {
+		testkit.EventuallyNil(t, 60*time.Second, "explain "+what+" to say "+strings.Join(want, ", "), func() error {
 			res := clitest.Run(t, d.URL(), d.Token(), "explain", what, "-n", "demo")
 			out = res.Out + res.Err
 			for _, w := range want {
-				if !strings.Contains(out, w) {
-					return false
+				if !strings.Contains(out, w) || res.Error != nil {
+					return fmt.Errorf("%v; it says:\n%s", res.Error, out)
 				}
 			}
-			return res.Error == nil
+			return nil
 		})
 		t.Logf("cairn explain %s:\n%s", what, out)
 	}

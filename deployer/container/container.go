@@ -149,17 +149,13 @@ func (d *Deployer) run(ctx context.Context, item *deployer.Item, id string, argv
 		d.wait(ctx, id, item.Notify)
 		return deployer.InProgress(0), nil
 	case runtime.PhaseExited:
+		// The workspace stays until the next run or the item's deletion:
+		// a repeated call (the status write failed) reads the same exports.
 		if st.ExitCode == 0 {
-			out, err := ok(ctx)
-			if err == nil {
-				_ = d.rt.Cleanup(ctx, id) // the workspace; the logs stay
-			}
-			return out, err
+			return ok(ctx)
 		}
-		tail := d.tail(ctx, id)
-		_ = d.rt.Cleanup(ctx, id)
 		return deployer.Failed(ReasonExit, "%s exited with code %d%s; output ends with: %s", argv[0], st.ExitCode,
-			reasonSuffix(st.Reason), tail), nil
+			reasonSuffix(st.Reason), d.tail(ctx, id)), nil
 	case runtime.PhaseFailed:
 		return deployer.Failed(ReasonStart, "%s could not be started: %s", argv[0], st.Reason), nil
 	default:
@@ -212,7 +208,8 @@ func (d *Deployer) tail(ctx context.Context, id string) string {
 	return s
 }
 
-// stopOthers kills the runs of the item other than keep.
+// stopOthers kills the runs of the item other than keep and cleans up
+// their workspaces (their logs stay until the item is forgotten).
 func (d *Deployer) stopOthers(ctx context.Context, uid, keep string) error {
 	units, err := d.rt.List(ctx)
 	if err != nil {
@@ -220,7 +217,7 @@ func (d *Deployer) stopOthers(ctx context.Context, uid, keep string) error {
 	}
 	prefix := deployer.RunPrefix(uid)
 	for _, u := range units {
-		if !strings.HasPrefix(u.ID, prefix) || u.ID == keep || strings.HasPrefix(u.ID, deletePrefix(uid)) || u.State.Phase.Done() {
+		if !strings.HasPrefix(u.ID, prefix) || u.ID == keep || strings.HasPrefix(u.ID, deletePrefix(uid)) {
 			continue
 		}
 		if err := d.rt.Cleanup(ctx, u.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
@@ -235,23 +232,25 @@ func (d *Deployer) Abort(ctx context.Context, item *deployer.Item) error {
 	return d.stopOthers(ctx, item.UID, "")
 }
 
-// Delete stops every run, then runs the delete command, if any; once the
-// item is uninstalled its units are removed, logs included.
+// Delete stops every run, then runs the delete command, if any.
 func (d *Deployer) Delete(ctx context.Context, item *deployer.Item) (deployer.Outcome, error) {
 	if err := d.stopOthers(ctx, item.UID, ""); err != nil {
 		return deployer.Outcome{}, err
 	}
 	cfg, err := config(item)
 	if err != nil || len(cfg.DeleteCommand) == 0 {
-		return deployer.Succeeded(nil), d.removeAll(ctx, item.UID)
+		return deployer.Succeeded(nil), nil
 	}
-	out, err := d.run(ctx, item, deleteUnit(item), cfg.DeleteCommand, cfg, func(context.Context) (deployer.Outcome, error) {
+	// The delete unit stays (with its logs) until Forget: a Delete called
+	// again finds it ended and does not run the command twice.
+	return d.run(ctx, item, deleteUnit(item), cfg.DeleteCommand, cfg, func(context.Context) (deployer.Outcome, error) {
 		return deployer.Succeeded(nil), nil
 	})
-	if err != nil || !out.Done || out.Phase != api.DeploySucceeded {
-		return out, err
-	}
-	return out, d.removeAll(ctx, item.UID)
+}
+
+// Forget removes every unit of a deleted item, logs included.
+func (d *Deployer) Forget(ctx context.Context, item *deployer.Item) error {
+	return d.removeAll(ctx, item.UID)
 }
 
 func (d *Deployer) removeAll(ctx context.Context, uid string) error {

@@ -86,10 +86,10 @@ func TestContainer_NonZeroExitFailsWithTheOutputsTail(t *testing.T) {
 	}
 }
 
-func TestContainer_DeletionRunsTheDeleteCommand(t *testing.T) {
+func TestContainer_DeletionRunsTheDeleteCommandOnce(t *testing.T) {
 	e := start(t)
 	mark := filepath.Join(t.TempDir(), "uninstalled")
-	e.Execution("app", []api.DeployItemTemplate{item("db", `true`, `echo "$CAIRN_DEPLOYITEM" > "$MARK"`, map[string]string{"MARK": mark})})
+	e.Execution("app", []api.DeployItemTemplate{item("db", `true`, `echo "$CAIRN_DEPLOYITEM" >> "$MARK"`, map[string]string{"MARK": mark})})
 	e.WaitExecution("app", api.DeploySucceeded)
 	if _, err := os.Stat(mark); err == nil {
 		t.Fatal("the delete command ran before the deletion")
@@ -98,7 +98,7 @@ func TestContainer_DeletionRunsTheDeleteCommand(t *testing.T) {
 	e.WaitGone(api.KindExecution, "app")
 	b, err := os.ReadFile(mark)
 	if err != nil || strings.TrimSpace(string(b)) != "app-db" {
-		t.Fatalf("the delete command did not run for app-db: %q %v", b, err)
+		t.Fatalf("the delete command did not run once for app-db: %q %v", b, err)
 	}
 }
 
