@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"registry":                     {"api", "authz", "identity", "store", "registry/internal/watchcache", "registry/internal/usage", "internal/privfile"},
 	"registry/internal/watchcache": {"api", "store"},
 	"registry/internal/usage":      {"store"},
-	"kinds":                        {"api", "authz", "identity", "registry", "cleaner/condition"},
+	"kinds":                        {"api", "authz", "identity", "registry", "cleaner/condition", "blueprint"},
 	"auth":                         {"api", "identity", "store", "internal/privfile"},
 	"authz":                        {"api", "identity"},
 	"server":                       {"api", "auth", "authz", "identity", "registry", "kinds", "store", "server", "trace"},
@@ -46,17 +46,25 @@ var allowed = map[string][]string{
 	// the controller.
 	"cleaner/condition": {},
 	"cleaner":           {"api", "client", "controller", "informer", "manager", "trace", "cleaner/condition"},
-	"controllers":       {"api", "client", "manager", "gc", "cleaner", "scheduler", "informer", "controller", "trace"},
+	"controllers":       {"api", "client", "manager", "gc", "cleaner", "scheduler", "informer", "controller", "trace", "execution", "deployitem", "deployer", "installation"},
 	"scheduler":         {"api", "client", "controller", "informer", "manager", "runtime", "trace"},
 	"gc":                {"api", "client", "controller", "informer", "manager", "trace"},
 	"runtime":           {"runtime"},
 	// The event service: the rules of the event endpoints, over the registry.
 	"event":  {"api", "auth", "authz", "identity", "kinds", "registry", "runtime", "store"},
 	"leader": {},
+	// The deployment controllers (the deployer entry covers its types).
+	"execution":  {"api", "client", "controller", "informer", "manager", "trace"},
+	"deployitem": {"api", "client", "controller", "informer", "manager", "trace"},
+	"deployer":   {"api", "client", "controller", "informer", "manager", "trace", "runtime", "deployer"},
+	// The installation controller and the blueprint rendering it (and
+	// admission) uses: pure functions over the wire types.
+	"installation": {"api", "blueprint", "client", "controller", "informer", "manager", "trace"},
+	"blueprint":    {"api"},
 	// The process wiring: it builds every layer below the CLI.
 	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "event", "gc", "identity", "kinds",
 		"leader", "lease", "manager", "registry", "runtime", "runtime/local", "server", "store", "trace", "internal/privfile"},
-	"cli":   {"api", "client", "cli", "controllers", "daemon", "manager", "runtime", "runtime/local", "trace", "internal/privfile"},
+	"cli":   {"api", "client", "cli", "controllers", "daemon", "deployitem", "manager", "runtime", "runtime/local", "trace", "internal/privfile"},
 	"cmd":   {"cli"},
 	"bench": {}, // benchmarks: tests only
 
@@ -65,16 +73,19 @@ var allowed = map[string][]string{
 	"server/servertest": {"api", "auth", "authz", "client", "identity", "kinds", "registry", "server", "store", "store/storetest"},
 	"cli/clitest":       {"cli", "client", "daemon"},
 	"internal/testkit":  {"api", "client", "registry", "kinds", "server/servertest", "store/storetest"},
+	"internal/deploytest": {"api", "client", "client/local", "deployitem", "gc", "identity", "internal/testkit", "manager",
+		"runtime", "server/servertest", "trace"},
 }
 
 // testSupport entries help tests: only tests (and other test support) may
 // import them.
-var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest", "internal/testkit"}
+var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest", "internal/testkit", "internal/deploytest"}
 
 // testOnly may additionally be imported by tests.
 var testOnly = append(slices.Clone(testSupport),
 	"api", "kinds", "registry", "server", "store", "daemon", "leader", "client", "client/local", "informer",
-	"controller", "gc", "cleaner", "cleaner/condition", "identity", "auth", "authz", "trace", "lease", "manager", "controllers", "runtime")
+	"controller", "gc", "cleaner", "cleaner/condition", "identity", "auth", "authz", "trace", "lease", "manager", "controllers", "runtime",
+	"execution", "deployitem", "deployer")
 
 // storeSide lists the only packages that may link the store, by importing
 // registry, store or server. Every other package — the client, informer,

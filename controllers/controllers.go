@@ -13,7 +13,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"cairn.dev/cairn/cleaner"
+	"cairn.dev/cairn/deployer/container"
+	"cairn.dev/cairn/deployer/mock"
+	"cairn.dev/cairn/deployitem"
+	"cairn.dev/cairn/execution"
 	"cairn.dev/cairn/gc"
+	"cairn.dev/cairn/installation"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/scheduler"
 )
@@ -24,6 +29,9 @@ import (
 type Config struct {
 	// GCWorkers is the number of concurrent garbage-collector workers.
 	GCWorkers int
+	// DeployItemTimeouts are the deploy item timeouts' defaults (zero
+	// fields: deployitem's defaults; negative: not checked).
+	DeployItemTimeouts deployitem.Timeouts
 	// EventMaxWorkers and EventMaxJobs bound the event workers and jobs
 	// running at once; EventGracePeriod is how long the runtime resources of
 	// a worker or job that ended stay (scheduler.Options).
@@ -58,6 +66,13 @@ func (c *Config) AddEventFlags(fs *pflag.FlagSet) {
 func List(cfg Config) []manager.Controller {
 	return []manager.Controller{
 		{Name: "gc", Setup: func(t *manager.Term) error { return gc.Setup(t, gc.Options{Workers: cfg.GCWorkers}) }},
+		{Name: "installation", Setup: func(t *manager.Term) error { return installation.Setup(t, installation.Options{}) }},
+		{Name: "execution", Setup: func(t *manager.Term) error { return execution.Setup(t, execution.Options{}) }},
+		{Name: "deployitem-timeout", Setup: func(t *manager.Term) error {
+			return deployitem.Setup(t, deployitem.Options{Timeouts: cfg.DeployItemTimeouts})
+		}},
+		{Name: "deployer-mock", Setup: mock.Setup},
+		{Name: "deployer-container", Setup: container.Setup},
 		{Name: "cleaner", Setup: func(t *manager.Term) error { return cleaner.Setup(t, cleaner.Options{}) }},
 		{Name: "events", Setup: func(t *manager.Term) error {
 			return scheduler.Setup(t, scheduler.Options{MaxWorkers: cfg.EventMaxWorkers, MaxJobs: cfg.EventMaxJobs, GracePeriod: cfg.EventGracePeriod})

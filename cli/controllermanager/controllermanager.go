@@ -26,6 +26,7 @@ import (
 
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
+	"cairn.dev/cairn/deployitem"
 	"cairn.dev/cairn/internal/privfile"
 	"cairn.dev/cairn/manager"
 	rtlocal "cairn.dev/cairn/runtime/local"
@@ -42,6 +43,9 @@ type flags struct {
 	gcWorkers   int
 	logLevel    string
 	runtimeDir  string
+
+	// timeouts are the deploy item timeouts' defaults.
+	timeouts deployitem.Timeouts
 }
 
 // New returns the `cairn controller-manager` command.
@@ -71,6 +75,9 @@ everything but the probes needs a bearer token the API server accepts.`,
 	fs.DurationVar(&f.leaderTTL, "leader-ttl", 5*time.Second, "how long a dead leader blocks failover")
 	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
 	f.events.AddEventFlags(fs)
+	fs.DurationVar(&f.timeouts.Pickup, "deployitem-pickup-timeout", deployitem.DefaultPickup, "how long a deploy item may wait for a deployer to pick it up before it fails (0: never)")
+	fs.DurationVar(&f.timeouts.Aborting, "deployitem-aborting-timeout", deployitem.DefaultAborting, "how long a deployer may take to abort a deploy item before it fails (0: never)")
+	fs.DurationVar(&f.timeouts.Progressing, "deployitem-progressing-timeout", deployitem.DefaultProgressing, "how long a deployer may work on a deploy item before it is aborted, unless its spec.timeout says otherwise (0: never)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.runtimeDir, "runtime-dir", defaultRuntimeDir(), "where the commands the controllers run keep their workspaces, state and logs (created mode 0700)")
 	return cmd
@@ -194,5 +201,6 @@ func defaultRuntimeDir() string {
 func (f *flags) controllersConfig() controllers.Config {
 	cfg := f.events
 	cfg.GCWorkers = f.gcWorkers
+	cfg.DeployItemTimeouts = deployitem.NeverAsNegative(f.timeouts)
 	return cfg
 }

@@ -14,6 +14,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/printer"
 	"cairn.dev/cairn/cli/session"
+	"cairn.dev/cairn/cli/tree"
 	"cairn.dev/cairn/client"
 )
 
@@ -26,6 +27,7 @@ type flagpole struct {
 	ShowLabels    bool
 	NoHeaders     bool
 	ChunkSize     int64
+	Tree          bool
 }
 
 // New returns the `get` command.
@@ -50,6 +52,7 @@ func New(s *session.Session) *cobra.Command {
 	f.BoolVarP(&flags.Watch, "watch", "w", false, "after printing, watch for changes and print each")
 	f.BoolVar(&flags.ShowLabels, "show-labels", false, "add a LABELS column")
 	f.BoolVar(&flags.NoHeaders, "no-headers", false, "leave out the table header")
+	f.BoolVar(&flags.Tree, "tree", false, "for installations named: print each as a tree of its nested installations, execution and deploy items")
 	f.Int64Var(&flags.ChunkSize, "chunk-size", 500, "read lists in pages of this many objects (limit and continue), so that no response is huge (0: pages of 500, the client's default)")
 	return cmd
 }
@@ -72,6 +75,17 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, kindName stri
 	ns := s.NamespaceFor(kind, "")
 	if flags.AllNamespaces {
 		ns = ""
+	}
+	if flags.Tree {
+		if kind.Kind != api.KindInstallation || len(names) == 0 || flags.Watch {
+			return fmt.Errorf("--tree needs installations named, without -w")
+		}
+		for _, n := range names {
+			if err := tree.Print(ctx, c, s.Streams.Out, ns, n); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	p := printer.New(s.Streams.Out, kind, printer.Options{
 		Format: format, AllNamespaces: flags.AllNamespaces && kind.Namespaced,

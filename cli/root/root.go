@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cli/abort"
 	"cairn.dev/cairn/cli/apply"
 	deletecmd "cairn.dev/cairn/cli/delete"
 	"cairn.dev/cairn/cli/describe"
@@ -16,6 +17,7 @@ import (
 	"cairn.dev/cairn/cli/explain"
 	"cairn.dev/cairn/cli/get"
 	"cairn.dev/cairn/cli/logs"
+	"cairn.dev/cairn/cli/reconcile"
 	"cairn.dev/cairn/cli/session"
 	"cairn.dev/cairn/cli/wait"
 	"cairn.dev/cairn/client"
@@ -52,7 +54,8 @@ func New(streams IOStreams, extra ...*cobra.Command) *cobra.Command {
 		ns = v
 	}
 	pf.StringVarP(&s.Namespace, "namespace", "n", ns, "the namespace of namespaced objects (default $CAIRN_NAMESPACE or default)")
-	for _, c := range []*cobra.Command{apply.New(s), get.New(s), describe.New(s), deletecmd.New(s), wait.New(s), explain.New(s), event.New(s), logs.New(s)} {
+	for _, c := range []*cobra.Command{apply.New(s), get.New(s), describe.New(s), deletecmd.New(s), wait.New(s), explain.New(s),
+		reconcile.New(s), abort.New(s), event.New(s), logs.New(s)} {
 		explainErrors(c)
 		cmd.AddCommand(c)
 	}

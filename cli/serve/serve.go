@@ -21,6 +21,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
+	"cairn.dev/cairn/deployitem"
 )
 
 type flags struct {
@@ -47,6 +48,9 @@ type flags struct {
 	etcdMaxTxnOps int
 	storeQuota    string
 	memory        memoryFlags
+
+	// timeouts are the deploy item timeouts' defaults.
+	timeouts deployitem.Timeouts
 }
 
 // memoryFlags bound the memory of requests (daemon.Options, as the server's).
@@ -114,6 +118,9 @@ cairn commands read.`,
 	fs.DurationVar(&f.leaderTTL, "leader-ttl", 5*time.Second, "how long a dead leader blocks failover")
 	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
 	f.events.AddEventFlags(fs)
+	fs.DurationVar(&f.timeouts.Pickup, "deployitem-pickup-timeout", deployitem.DefaultPickup, "how long a deploy item may wait for a deployer to pick it up before it fails (0: never)")
+	fs.DurationVar(&f.timeouts.Aborting, "deployitem-aborting-timeout", deployitem.DefaultAborting, "how long a deployer may take to abort a deploy item before it fails (0: never)")
+	fs.DurationVar(&f.timeouts.Progressing, "deployitem-progressing-timeout", deployitem.DefaultProgressing, "how long a deployer may work on a deploy item before it is aborted, unless its spec.timeout says otherwise (0: never)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&f.writeConfig, "write-config", true, "write ~/.cairn/config (server and admin token) when it does not exist")
 
@@ -238,5 +245,6 @@ func noLimitIfZero[T int | int64 | time.Duration](v T) T {
 func (f *flags) controllersConfig() controllers.Config {
 	cfg := f.events
 	cfg.GCWorkers = f.gcWorkers
+	cfg.DeployItemTimeouts = deployitem.NeverAsNegative(f.timeouts)
 	return cfg
 }

@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/internal/testkit"
+)
+
+// BenchmarkExecutions10k: the execution half of BenchmarkInstallations10k
+// on its own: 10,000 executions of the same three mock deploy items (b
+// and c depend on a), created at once over HTTP. Reports the time until
+// all are Succeeded, the store writes per converged execution, and the
+// time until deleting them all has removed their deploy items and
+// exports.
+func BenchmarkExecutions10k(b *testing.B) {
+	const n = 10000
+	_, c := startDeployServer(b)
+	ctx := context.Background()
+	var spec api.ExecutionSpec
+	if err := yaml.Unmarshal([]byte(threeItems), &spec); err != nil {
+		b.Fatal(err)
+	}
+	for iter := 0; iter < b.N; iter++ {
+		rv0 := revision(b, c)
+		start := time.Now()
+		concurrently(b, 32, n/32+1, func(w, i int) error {
+			k := w*(n/32+1) + i
+			if k >= n {
+				return nil
+			}
+			obj, err := api.FromResource(&api.Execution{
+				TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindExecution},
+				ObjectMeta: api.ObjectMeta{Name: fmt.Sprintf("e%d-%d", iter, k), Namespace: "default",
+					Labels: map[string]string{"bench": "deploy"}},
+				Spec: spec,
+			})
+			if err != nil {
+				return err
+			}
+			_, err = c.Create(ctx, obj)
+			return err
+		})
+		awaitExecutions(b, c, fmt.Sprint(rv0), n, 10*time.Minute)
+		converged := time.Since(start)
+		writes := revision(b, c) - rv0
+		b.ReportMetric(converged.Seconds(), "s/converge")
+		b.ReportMetric(float64(writes)/n, "writes/execution")
+
+		start = time.Now()
+		deleteAll(b, c, api.KindExecution, "bench=deploy")
+		for _, kind := range []string{api.KindExecution, api.KindDeployItem, api.KindDataObject} {
+			testkit.EventuallyNil(b, 10*time.Minute, "every "+kind+" to be gone", func() error {
+				l, err := c.List(ctx, kind, "default", api.ListOptions{Limit: 1})
+				if err == nil && len(l.Items) > 0 {
+					err = fmt.Errorf("%ss left", kind)
+				}
+				return err
+			})
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "s/delete")
+	}
+}
+
+// awaitExecutions watches executions from rv until want of them are
+// Succeeded for their generation; a Failed one ends the benchmark.
+func awaitExecutions(b *testing.B, c client.Interface, rv string, want int, timeout time.Duration) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	w, err := c.Watch(ctx, api.KindExecution, "default", api.ListOptions{ResourceVersion: rv, LabelSelector: "bench=deploy"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	done := map[string]bool{}
+	for ev := range w.Events() {
+		if ev.Object == nil || ev.Type == api.Bookmark {
+			continue
+		}
+		var x api.Execution
+		if ev.Object.Into(&x) != nil {
+			continue
+		}
+		switch {
+		case x.Status.Phase == api.DeployFailed:
+			b.Fatalf("execution %s failed: %+v", x.Name, x.Status.LastError)
+		case x.Status.Phase == api.DeploySucceeded && x.Status.ObservedGeneration == x.Generation:
+			done[x.Name] = true
+		}
+		if len(done) == want {
+			return
+		}
+	}
+	b.Fatalf("only %d of %d executions succeeded: %v", len(done), want, w.Err())
+}

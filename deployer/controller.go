@@ -1,0 +1,571 @@
+package deployer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controller"
+	"cairn.dev/cairn/informer"
+	"cairn.dev/cairn/trace"
+)
+
+// Options configures a deployer controller.
+type Options struct {
+	// Type is the deploy item type handled. Required.
+	Type string
+	// Deployer does the work. Required.
+	Deployer Deployer
+	// NoUninstall declares that the type has nothing to uninstall: its
+	// items get no finalizer (Deployer.Delete is never called), which
+	// saves the writes of adding and removing it.
+	NoUninstall bool
+	// Stateless declares that the Deployer's Reconcile keeps no state
+	// outside the item (it may run before the pickup is written, and again
+	// after a restart without harm): an item whose work ends at once is
+	// then picked up and finished in one status write.
+	Stateless bool
+	// Informers is the process's shared informer factory. Required.
+	Informers *informer.Factory
+	// Workers is the number of items handled concurrently; default 32
+	// (the work is mostly waiting for writes to commit, which etcd
+	// batches).
+	Workers int
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Metrics receives the work queue metrics of the controller
+	// "deployer-<type>"; nil: none.
+	Metrics prometheus.Registerer
+	// Traces keeps the steps of the reconciles for `cairn explain`.
+	Traces *trace.Store
+	// Now is the clock of lastReconcileTime and lastError; default
+	// time.Now.
+	Now func() time.Time
+}
+
+// Controller runs one Deployer on the deploy items of its type.
+type Controller struct {
+	c     client.Interface
+	opts  Options
+	d     Deployer
+	items *informer.Informer
+	ctrl  *controller.Controller
+
+	mu      sync.Mutex
+	written map[string]int64
+}
+
+// New builds the controller of opts.Type on opts.Informers. It does
+// nothing until Run.
+func New(c client.Interface, opts Options) (*Controller, error) {
+	switch {
+	case opts.Type == "":
+		return nil, errors.New("deployer: Options.Type is required")
+	case opts.Deployer == nil:
+		return nil, errors.New("deployer: Options.Deployer is required")
+	case opts.Informers == nil:
+		return nil, errors.New("deployer: Options.Informers is required")
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 32
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	k := &Controller{c: c, opts: opts, d: opts.Deployer, items: opts.Informers.For(api.KindDeployItem), written: map[string]int64{}}
+	k.ctrl = controller.New("deployer-"+opts.Type, k, controller.Options{Workers: opts.Workers, Logger: opts.Logger,
+		Metrics: opts.Metrics, Traces: opts.Traces, TraceKind: api.KindDeployItem})
+	controller.EnqueueFromInformer(k.items, k.ctrl, func(obj *api.Object) []string {
+		if TypeOf(obj) != opts.Type {
+			return nil
+		}
+		return controller.ObjectKey(obj)
+	})
+	return k, nil
+}
+
+// TypeOf reads a deploy item's spec.type from its generic form.
+func TypeOf(obj *api.Object) string {
+	var spec struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(obj.Field(api.FieldSpec), &spec)
+	return spec.Type
+}
+
+// Run handles items until ctx is done, once the informer has synced. It
+// blocks and returns nil when ctx is done.
+func (k *Controller) Run(ctx context.Context) error {
+	k.items.WaitForSync(ctx)
+	return k.ctrl.Run(ctx)
+}
+
+// Reconcile handles the deploy item key ("ns/name") as the contract says.
+func (k *Controller) Reconcile(ctx context.Context, key string) (controller.Result, error) {
+	ns, name := splitKey(key)
+	obj, ok := k.items.Get(ns, name)
+	if !ok {
+		k.forget(key)
+		return controller.Result{}, nil
+	}
+	if TypeOf(obj) != k.opts.Type {
+		return controller.Result{}, nil
+	}
+	if k.stale(key, obj.ResourceVersion) {
+		trace.Exit(ctx, "cache behind this deployer's last write: waiting for its watch event")
+		return controller.Result{}, nil
+	}
+	var d api.DeployItem
+	if err := obj.Into(&d); err != nil {
+		return controller.Result{}, controller.Terminal(fmt.Errorf("deployer: decode %s: %w", key, err))
+	}
+	item := &Item{DeployItem: &d, Notify: func() { k.ctrl.Enqueue(key) }}
+	op := d.Annotations[api.AnnotationOperation]
+	switch {
+	case d.Deleting():
+		trace.Subflow(ctx, "deletion (deployer %s)", k.opts.Type)
+		return k.deletion(ctx, key, item)
+	case op == api.OperationAbort:
+		trace.Subflow(ctx, "abort (deployer %s)", k.opts.Type)
+		return controller.Result{}, k.abort(ctx, key, item)
+	case d.Status.ObservedGeneration != d.Generation || op == api.OperationReconcile || op == api.OperationForceReconcile:
+		trace.Check(ctx, "pick up: generation %d, observed %d, operation %q", d.Generation, d.Status.ObservedGeneration, op)
+		return k.pickup(ctx, key, item)
+	case d.Status.Phase == api.DeployProgressing:
+		return k.work(ctx, key, item)
+	default:
+		trace.Exit(ctx, "phase %s is up to date for generation %d: nothing to do", d.Status.Phase, d.Generation)
+		return controller.Result{}, nil
+	}
+}
+
+// pickup writes the pickup and starts the work.
+func (k *Controller) pickup(ctx context.Context, key string, item *Item) (controller.Result, error) {
+	d := item.DeployItem
+	st := d.Status
+	st.Phase, st.ObservedGeneration, st.LastError, st.ExportRef = api.DeployProgressing, d.Generation, nil, ""
+	st.LastReconcileTime = nextReconcileTime(k.opts.Now(), d.Status.LastReconcileTime)
+	d.Status = st
+	if err := k.resolve(ctx, item); err != nil && !errors.Is(err, api.ErrNotFound) {
+		return controller.Result{}, err
+	}
+	if k.opts.Stateless && (item.Spec.Target == "" || item.Target != nil) {
+		out, err := k.d.Reconcile(ctx, item)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		if out.Done {
+			if err := k.finish(ctx, key, item, out); err != nil {
+				return controller.Result{}, err
+			}
+			return controller.Result{}, k.claim(ctx, key, item)
+		}
+	}
+	if err := k.writeStatus(ctx, key, d); err != nil {
+		return controller.Result{}, err
+	}
+	trace.Action(ctx, "picked up: phase Progressing, lastReconcileTime %s", st.LastReconcileTime.Format(time.RFC3339))
+	if err := k.claim(ctx, key, item); err != nil {
+		return controller.Result{}, err
+	}
+	return k.work(ctx, key, item)
+}
+
+// nextReconcileTime is now to the second, or a second after last when
+// that is not later: each pickup (and each uninstall attempt) gets a time
+// of its own, which names its run.
+func nextReconcileTime(now, last time.Time) time.Time {
+	t := now.UTC().Truncate(time.Second)
+	if !t.After(last) {
+		t = last.Add(time.Second)
+	}
+	return t
+}
+
+// claim removes the operation annotation and adds the finalizer (unless
+// NoUninstall), when either is needed: one metadata write at most.
+func (k *Controller) claim(ctx context.Context, key string, item *Item) error {
+	d := item.DeployItem
+	_, asked := d.Annotations[api.AnnotationOperation]
+	if !asked && (k.opts.NoUninstall || d.HasFinalizer(api.FinalizerDeployer)) {
+		return nil
+	}
+	d.Annotations = maps.Clone(d.Annotations)
+	delete(d.Annotations, api.AnnotationOperation)
+	if !k.opts.NoUninstall {
+		d.AddFinalizer(api.FinalizerDeployer)
+	}
+	return k.update(ctx, key, d)
+}
+
+// work continues the run and finishes it when it has ended.
+func (k *Controller) work(ctx context.Context, key string, item *Item) (controller.Result, error) {
+	if err := k.resolve(ctx, item); errors.Is(err, api.ErrNotFound) {
+		return controller.Result{}, k.finish(ctx, key, item, Failed(ReasonTargetNotFound,
+			"target %s does not exist in namespace %s", item.Spec.Target, item.Namespace))
+	} else if err != nil {
+		return controller.Result{}, err
+	}
+	// A pickup cut short between its two writes (a crash) left the item
+	// without its finalizer: add it before any work.
+	if err := k.claim(ctx, key, item); err != nil {
+		return controller.Result{}, err
+	}
+	out, err := k.d.Reconcile(ctx, item)
+	if err != nil {
+		trace.Exit(ctx, "the %s deployer failed to act: %v", k.opts.Type, err)
+		return controller.Result{}, err
+	}
+	if !out.Done {
+		trace.Exit(ctx, "Progressing: run %s goes on", item.Run)
+		return controller.Result{RequeueAfter: out.RequeueAfter}, nil
+	}
+	return controller.Result{}, k.finish(ctx, key, item, out)
+}
+
+// finish publishes the exports and writes the final phase.
+func (k *Controller) finish(ctx context.Context, key string, item *Item, out Outcome) error {
+	d := item.DeployItem
+	st := d.Status
+	st.Phase, st.ObservedGeneration, st.LastError, st.ExportRef = out.Phase, d.Generation, nil, ""
+	if out.Phase == api.DeploySucceeded && len(out.Exports) > 0 {
+		ref, err := k.publish(ctx, d, out.Exports)
+		if err != nil {
+			return err
+		}
+		st.ExportRef = ref
+		trace.Action(ctx, "published the exports in DataObject %s", ref)
+	}
+	if out.Error != nil {
+		e := *out.Error
+		e.Time = k.opts.Now().UTC()
+		st.LastError = &e
+	}
+	d.Status = st
+	if err := k.writeStatus(ctx, key, d); err != nil {
+		return err
+	}
+	if st.LastError != nil {
+		trace.Exit(ctx, "%s: %s: %s", st.Phase, st.LastError.Reason, st.LastError.Message)
+	} else {
+		trace.Exit(ctx, "%s for generation %d", st.Phase, d.Generation)
+	}
+	return nil
+}
+
+// abort stops the work and fails the item, then removes the abort
+// annotations.
+func (k *Controller) abort(ctx context.Context, key string, item *Item) error {
+	d := item.DeployItem
+	if err := k.resolve(ctx, item); err != nil && !errors.Is(err, api.ErrNotFound) {
+		return err
+	}
+	if !d.Status.Phase.Completed() {
+		if err := k.d.Abort(ctx, item); err != nil {
+			return fmt.Errorf("deployer: abort %s: %w", key, err)
+		}
+		reason, msg := "Aborted", "aborted by the abort operation annotation"
+		if d.Annotations[api.AnnotationAbortTimeout] == "true" {
+			reason = api.ReasonProgressingTimeout
+			msg = "aborted: the deployer did not finish within the progressing timeout"
+		}
+		trace.Action(ctx, "stopped run %s: %s", item.Run, msg)
+		if err := k.finish(ctx, key, item, Failed(reason, "%s", msg)); err != nil {
+			return err
+		}
+	}
+	d.Annotations = maps.Clone(d.Annotations)
+	for _, a := range []string{api.AnnotationOperation, api.AnnotationAbortTime, api.AnnotationAbortTimeout} {
+		delete(d.Annotations, a)
+	}
+	if err := k.update(ctx, key, d); err != nil {
+		return err
+	}
+	trace.Action(ctx, "removed the abort annotations")
+	return nil
+}
+
+// deletion uninstalls the item and removes the finalizer.
+func (k *Controller) deletion(ctx context.Context, key string, item *Item) (controller.Result, error) {
+	d := item.DeployItem
+	if !d.HasFinalizer(api.FinalizerDeployer) {
+		trace.Exit(ctx, "no %s finalizer: nothing to uninstall", api.FinalizerDeployer)
+		return controller.Result{}, nil
+	}
+	if err := k.resolve(ctx, item); err != nil && !errors.Is(err, api.ErrNotFound) {
+		return controller.Result{}, err
+	}
+	if d.Annotations[api.AnnotationDeleteWithoutUninstall] == "true" {
+		trace.Check(ctx, "%s is set: no uninstall", api.AnnotationDeleteWithoutUninstall)
+		if err := k.d.Abort(ctx, item); err != nil {
+			return controller.Result{}, fmt.Errorf("deployer: stop %s: %w", key, err)
+		}
+		return controller.Result{}, k.release(ctx, key, item)
+	}
+	if d.Status.Phase == api.DeployFailed && d.Status.LastError != nil && d.Status.LastError.Reason == ReasonUninstallFailed {
+		if d.Annotations[api.AnnotationOperation] != api.OperationReconcile {
+			trace.Exit(ctx, "the uninstall failed: %s (set %s: \"true\" to delete without it, or the reconcile operation to retry it)",
+				d.Status.LastError.Message, api.AnnotationDeleteWithoutUninstall)
+			return controller.Result{}, nil
+		}
+		// A retry: a new lastReconcileTime identifies a new attempt.
+		d.Status.Phase, d.Status.LastError = api.DeployDeleting, nil
+		d.Status.LastReconcileTime = nextReconcileTime(k.opts.Now(), d.Status.LastReconcileTime)
+		if err := k.writeStatus(ctx, key, d); err != nil {
+			return controller.Result{}, err
+		}
+		d.Annotations = maps.Clone(d.Annotations)
+		delete(d.Annotations, api.AnnotationOperation)
+		if err := k.update(ctx, key, d); err != nil {
+			return controller.Result{}, err
+		}
+		trace.Action(ctx, "retrying the uninstall, as the reconcile operation asks")
+		return controller.Result{}, nil
+	}
+	out, err := k.d.Delete(ctx, item)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	switch {
+	case !out.Done:
+		if d.Status.Phase != api.DeployDeleting {
+			d.Status.Phase = api.DeployDeleting
+			if err := k.writeStatus(ctx, key, d); err != nil {
+				return controller.Result{}, err
+			}
+		}
+		trace.Exit(ctx, "Deleting: waiting for the %s deployer's uninstall to end", k.opts.Type)
+		return controller.Result{RequeueAfter: out.RequeueAfter}, nil
+	case out.Phase == api.DeployFailed:
+		msg := "the uninstall failed"
+		if out.Error != nil {
+			msg = out.Error.Message
+		}
+		d.Status.Phase = api.DeployFailed
+		d.Status.LastError = &api.LastError{Reason: ReasonUninstallFailed, Message: msg, Time: k.opts.Now().UTC()}
+		if err := k.writeStatus(ctx, key, d); err != nil {
+			return controller.Result{}, err
+		}
+		trace.Exit(ctx, "Failed: the uninstall failed: %s", msg)
+		return controller.Result{}, nil
+	}
+	trace.Action(ctx, "uninstalled")
+	return controller.Result{}, k.release(ctx, key, item)
+}
+
+// Reasons in a deploy item's lastError set by the library.
+const (
+	// ReasonUninstallFailed: the uninstall failed.
+	ReasonUninstallFailed = "UninstallFailed"
+	// ReasonTargetNotFound: the item's target does not exist.
+	ReasonTargetNotFound = "TargetNotFound"
+)
+
+// release removes the deployer's finalizer once the uninstall is done (or
+// skipped). A Conflict re-reads the item and tries again, so that a
+// finished uninstall is never run a second time because the item changed
+// meanwhile; then a Deployer that implements Forgetter forgets the item.
+func (k *Controller) release(ctx context.Context, key string, item *Item) error {
+	d := item.DeployItem
+	for attempt := 0; ; attempt++ {
+		d.RemoveFinalizer(api.FinalizerDeployer)
+		err := k.update(ctx, key, d)
+		if err == nil || errors.Is(err, api.ErrNotFound) {
+			break
+		}
+		if !errors.Is(err, api.ErrConflict) || attempt >= maxReleaseAttempts {
+			return err
+		}
+		obj, gerr := k.c.Get(ctx, api.KindDeployItem, d.Namespace, d.Name)
+		if errors.Is(gerr, api.ErrNotFound) {
+			break
+		}
+		if gerr != nil {
+			return fmt.Errorf("deployer: re-read %s: %w", key, gerr)
+		}
+		var fresh api.DeployItem
+		if err := obj.Into(&fresh); err != nil {
+			return fmt.Errorf("deployer: decode %s: %w", key, err)
+		}
+		if fresh.UID != d.UID {
+			break
+		}
+		*d = fresh
+	}
+	trace.Action(ctx, "removed finalizer %s", api.FinalizerDeployer)
+	if f, ok := k.d.(Forgetter); ok {
+		if err := f.Forget(ctx, item); err != nil {
+			k.opts.Logger.Warn("deployer: forget a deleted item", "item", key, "err", err)
+		}
+	}
+	trace.Exit(ctx, "deleted")
+	return nil
+}
+
+// maxReleaseAttempts bounds the re-reads of release.
+const maxReleaseAttempts = 10
+
+// resolve sets the item's run id and reads its target; a target that
+// does not exist is an error wrapping api.ErrNotFound (Item.Target stays
+// nil).
+func (k *Controller) resolve(ctx context.Context, item *Item) error {
+	d := item.DeployItem
+	item.Run = RunID(d.UID, d.Generation, d.Status.LastReconcileTime)
+	if d.Spec.Target == "" || item.Target != nil {
+		return nil
+	}
+	obj, err := k.c.Get(ctx, api.KindTarget, d.Namespace, d.Spec.Target)
+	if err != nil {
+		return fmt.Errorf("deployer: read target %s of %s: %w", d.Spec.Target, d.Name, err)
+	}
+	var t api.Target
+	if err := obj.Into(&t); err != nil {
+		return fmt.Errorf("deployer: decode target %s: %w", d.Spec.Target, err)
+	}
+	item.Target = &t
+	return nil
+}
+
+// RunID is the id of a run: "di-<uid>-<generation>-<unix seconds>",
+// lower-case, at most runtime.MaxIDLength characters.
+func RunID(uid string, gen int64, at time.Time) string {
+	return fmt.Sprintf("di-%s-%d-%d", sanitize(uid), gen, at.Unix())
+}
+
+// RunPrefix is the prefix of every run id of the item with uid.
+func RunPrefix(uid string) string { return "di-" + sanitize(uid) + "-" }
+
+func sanitize(uid string) string {
+	ok := len(uid) <= 64
+	for _, c := range uid {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			ok = false
+		}
+	}
+	if ok {
+		return uid
+	}
+	sum := sha256.Sum256([]byte(uid))
+	return hex.EncodeToString(sum[:12])
+}
+
+// publish writes exports into the item's export DataObject.
+func (k *Controller) publish(ctx context.Context, d *api.DeployItem, exports json.RawMessage) (string, error) {
+	name := ExportName(d.Name)
+	cur, err := k.c.Get(ctx, api.KindDataObject, d.Namespace, name)
+	switch {
+	case errors.Is(err, api.ErrNotFound):
+		obj, err := api.FromResource(&api.DataObject{
+			TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindDataObject},
+			ObjectMeta: api.ObjectMeta{Name: name, Namespace: d.Namespace,
+				OwnerReferences: []api.OwnerReference{api.OwnerRefTo(d, true)}},
+			Data: exports,
+		})
+		if err != nil {
+			return "", err
+		}
+		if _, err := k.c.Create(ctx, obj); err != nil {
+			return "", fmt.Errorf("deployer: create export DataObject %s: %w", name, err)
+		}
+	case err != nil:
+		return "", fmt.Errorf("deployer: read export DataObject %s: %w", name, err)
+	default:
+		next := cur.DeepCopy()
+		next.SetField("data", exports)
+		if _, err := k.c.Update(ctx, next); err != nil {
+			return "", fmt.Errorf("deployer: update export DataObject %s: %w", name, err)
+		}
+	}
+	return name, nil
+}
+
+// ExportName is the name of the DataObject holding deploy item item's
+// exports: "<item>-export", shortened with a hash when too long.
+func ExportName(item string) string {
+	name := item + "-export"
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(item))
+	return name[:54] + "-" + hex.EncodeToString(sum[:4])
+}
+
+func (k *Controller) writeStatus(ctx context.Context, key string, d *api.DeployItem) error {
+	obj, err := api.FromResource(d)
+	if err != nil {
+		return err
+	}
+	out, err := k.c.UpdateStatus(ctx, obj)
+	if err != nil {
+		return fmt.Errorf("deployer: write status of %s: %w", key, err)
+	}
+	d.ResourceVersion = out.ResourceVersion
+	k.wrote(key, out.ResourceVersion)
+	return nil
+}
+
+func (k *Controller) update(ctx context.Context, key string, d *api.DeployItem) error {
+	obj, err := api.FromResource(d)
+	if err != nil {
+		return err
+	}
+	out, err := k.c.Update(ctx, obj)
+	if err != nil {
+		return fmt.Errorf("deployer: update %s: %w", key, err)
+	}
+	d.ResourceVersion = out.ResourceVersion
+	k.wrote(key, out.ResourceVersion)
+	return nil
+}
+
+func (k *Controller) wrote(key, rv string) {
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if n > k.written[key] {
+		k.written[key] = n
+	}
+}
+
+func (k *Controller) stale(key, rv string) bool {
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return n < k.written[key]
+}
+
+func (k *Controller) forget(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.written, key)
+}
+
+func splitKey(key string) (ns, name string) {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return key[:i], key[i+1:]
+		}
+	}
+	return "", key
+}

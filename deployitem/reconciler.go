@@ -1,0 +1,200 @@
+package deployitem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controller"
+	"cairn.dev/cairn/informer"
+	"cairn.dev/cairn/manager"
+	"cairn.dev/cairn/trace"
+)
+
+// Options configures the timeout controller.
+type Options struct {
+	// Timeouts; a zero field takes its default (DefaultPickup, ...), a
+	// negative one disables that check.
+	Timeouts Timeouts
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Informers is the process's shared informer factory. Required.
+	Informers *informer.Factory
+	// Workers; default 4.
+	Workers int
+	Logger  *slog.Logger
+	Metrics prometheus.Registerer
+	Traces  *trace.Store
+}
+
+// Reconciler checks the timeouts of deploy items. It is level-based: each
+// Reconcile reads the item from the shared informer, decides with Check
+// and writes the outcome: a Failed status, then the annotations.
+type Reconciler struct {
+	c     client.Interface
+	opts  Options
+	items *informer.Informer
+	ctrl  *controller.Controller
+}
+
+// New builds the controller "deployitem-timeout". It does nothing until
+// Run.
+func New(c client.Interface, opts Options) (*Reconciler, error) {
+	if opts.Informers == nil {
+		return nil, errors.New("deployitem: Options.Informers is required")
+	}
+	opts.Timeouts = withDefaults(opts.Timeouts)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	r := &Reconciler{c: c, opts: opts, items: opts.Informers.For(api.KindDeployItem)}
+	r.ctrl = controller.New("deployitem-timeout", r, controller.Options{Workers: opts.Workers, Logger: opts.Logger,
+		Metrics: opts.Metrics, Traces: opts.Traces, TraceKind: api.KindDeployItem})
+	controller.EnqueueFromInformer(r.items, r.ctrl, nil)
+	return r, nil
+}
+
+func withDefaults(t Timeouts) Timeouts {
+	def := func(d *time.Duration, v time.Duration) {
+		switch {
+		case *d == 0:
+			*d = v
+		case *d < 0:
+			*d = 0
+		}
+	}
+	def(&t.Pickup, DefaultPickup)
+	def(&t.Aborting, DefaultAborting)
+	def(&t.Progressing, DefaultProgressing)
+	return t
+}
+
+// Run checks items until ctx is done. It blocks and returns nil then.
+func (r *Reconciler) Run(ctx context.Context) error {
+	r.items.WaitForSync(ctx)
+	return r.ctrl.Run(ctx)
+}
+
+// Reconcile checks the timeouts of the deploy item key ("ns/name").
+func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
+	ns, name := splitKey(key)
+	obj, ok := r.items.Get(ns, name)
+	if !ok {
+		return controller.Result{}, nil
+	}
+	var d api.DeployItem
+	if err := obj.Into(&d); err != nil {
+		return controller.Result{}, controller.Terminal(fmt.Errorf("deployitem: decode %s: %w", key, err))
+	}
+	now := r.opts.Now()
+	dec := Check(&d, now, r.opts.Timeouts)
+	for _, s := range dec.Steps {
+		trace.Check(ctx, "timeout %s", s)
+	}
+	if dec.Fail != nil {
+		e := *dec.Fail
+		e.Time = now.UTC()
+		d.Status.Phase, d.Status.ObservedGeneration, d.Status.LastError = api.DeployFailed, d.Generation, &e
+		out, err := api.FromResource(&d)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		if _, err := r.c.UpdateStatus(ctx, out); err != nil {
+			return controller.Result{}, fmt.Errorf("deployitem: fail %s by %s: %w", key, e.Reason, err)
+		}
+		trace.Action(ctx, "Failed: %s: %s", e.Reason, e.Message)
+	}
+	if len(dec.Set) > 0 || len(dec.Remove) > 0 {
+		ann := map[string]any{}
+		for _, k := range dec.Remove {
+			ann[k] = nil
+		}
+		for k, v := range dec.Set {
+			ann[k] = v
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+		if err != nil {
+			return controller.Result{}, err
+		}
+		if _, err := r.c.Patch(ctx, api.KindDeployItem, ns, name, patch, false); err != nil && !errors.Is(err, api.ErrNotFound) {
+			return controller.Result{}, fmt.Errorf("deployitem: annotate %s: %w", key, err)
+		}
+		for _, k := range sortedKeys(dec.Set) {
+			trace.Action(ctx, "set annotation %s: %s", k, dec.Set[k])
+		}
+		for _, k := range dec.Remove {
+			trace.Action(ctx, "removed annotation %s", k)
+		}
+	}
+	if dec.RequeueAt.IsZero() {
+		trace.Exit(ctx, "no timeout pending")
+		return controller.Result{}, nil
+	}
+	after := dec.RequeueAt.Sub(now)
+	if after <= 0 {
+		after = time.Millisecond
+	}
+	trace.Exit(ctx, "timeouts checked; next check at %s", dec.RequeueAt.UTC().Format(time.RFC3339))
+	return controller.Result{RequeueAfter: after}, nil
+}
+
+// Setup adds the timeout controller to a manager's term.
+func Setup(t *manager.Term, opts Options) error {
+	opts.Informers, opts.Traces = t.Informers, t.Traces
+	if opts.Logger == nil {
+		opts.Logger = t.Logger
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = t.Metrics
+	}
+	r, err := New(t.Client, opts)
+	if err != nil {
+		return err
+	}
+	t.Add("deployitem-timeout", manager.RunnableFunc(r.Run))
+	return nil
+}
+
+func splitKey(key string) (ns, name string) {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return key[:i], key[i+1:]
+		}
+	}
+	return "", key
+}
+
+// NeverAsNegative maps each timeout of 0 (a flag's "never") to the
+// negative value that disables its check in Options (where zero takes the
+// default).
+func NeverAsNegative(t Timeouts) Timeouts {
+	for _, d := range []*time.Duration{&t.Pickup, &t.Aborting, &t.Progressing} {
+		if *d == 0 {
+			*d = -1
+		}
+	}
+	return t
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

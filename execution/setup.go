@@ -1,0 +1,23 @@
+package execution
+
+import "cairn.dev/cairn/manager"
+
+// Setup adds the execution controller to a manager's term: it reads
+// Executions and DeployItems through the term's shared informers, acts
+// through the term's client and records its steps in the term's traces.
+// Fields of opts left unset take the term's.
+func Setup(t *manager.Term, opts Options) error {
+	opts.Informers, opts.Traces = t.Informers, t.Traces
+	if opts.Logger == nil {
+		opts.Logger = t.Logger
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = t.Metrics
+	}
+	r, err := New(t.Client, opts)
+	if err != nil {
+		return err
+	}
+	t.Add("execution", manager.RunnableFunc(r.Run))
+	return nil
+}

@@ -1,0 +1,437 @@
+package installation
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controller"
+	"cairn.dev/cairn/trace"
+)
+
+// Reasons in an installation's lastError.
+const (
+	ReasonPendingDependencies = "PendingDependencies"
+	ReasonBlueprintNotFound   = "BlueprintNotFound"
+	ReasonImportInvalid       = "ImportInvalid"
+	ReasonRenderFailed        = "RenderFailed"
+	ReasonNestedFailed        = "NestedFailed"
+	ReasonDeletionBlocked     = "DeletionBlocked"
+	ReasonDeletionFailed      = "DeletionFailed"
+)
+
+// staleRetry is how soon a reconcile that found the caches behind its own
+// writes looks again (the watch event usually comes first).
+const staleRetry = time.Second
+
+// Reconciler reconciles one installation per call. Build it with New (or
+// Setup); its Reconcile is safe for concurrent use on different keys.
+type Reconciler struct {
+	c      client.Interface
+	caches caches
+	log    *slog.Logger
+	now    func() time.Time
+
+	// expect holds, by "Kind/ns/name", the resourceVersion this
+	// controller last wrote: the caches are not trusted for an object
+	// until they hold that version (or a newer one), so a reconcile never
+	// acts on a state older than its own last write.
+	mu     sync.Mutex
+	expect map[string]expectation
+}
+
+// failure is an outcome that makes the installation Failed with a
+// lastError instead of retrying: a bad blueprint, a template error, an
+// import failing its schema. Only a change of an object fixes it.
+type failure struct {
+	reason string
+	err    error
+}
+
+func (f *failure) Error() string { return f.err.Error() }
+func (f *failure) Unwrap() error { return f.err }
+
+func fail(reason string, err error) error { return &failure{reason: reason, err: err} }
+
+// Reconcile is the seed's core reconciliation logic (steps 1 to 6): it
+// reads the installation from the cache and runs the flow Core decides.
+// It is level-based: it acts only on the current state.
+func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
+	ns, name, _ := strings.Cut(key, "/")
+	inst, ok := get[*api.Installation](r.caches.insts, ns, name)
+	if !ok {
+		r.forget(api.KindInstallation, ns, name)
+		return controller.Result{}, nil
+	}
+	trace.Object(ctx, api.KindInstallation, ns, name)
+	if !r.fresh(api.KindInstallation, ns, name, inst.ResourceVersion) {
+		trace.Exit(ctx, "the cache is behind this controller's last write; looking again")
+		return controller.Result{RequeueAfter: staleRetry}, nil
+	}
+	flow := Core(inst)
+	switch flow {
+	case FlowIgnore:
+		trace.Exit(ctx, "1. ignore annotation on a %s installation: nothing to do", inst.Status.Phase)
+		return controller.Result{}, nil
+	case FlowAddFinalizer:
+		trace.Check(ctx, "2. no finalizer and not deleting")
+		if err := r.updateMeta(ctx, inst, func(m *api.ObjectMeta) { m.AddFinalizer(api.FinalizerInstallation) }); err != nil {
+			return controller.Result{}, err
+		}
+		trace.Exit(ctx, "2. added finalizer %s; the change reconciles again", api.FinalizerInstallation)
+		return controller.Result{}, nil
+	case FlowDelete:
+		trace.Subflow(ctx, "3. deletion timestamp set: deletion flow")
+		return r.deletion(ctx, inst)
+	case FlowForce:
+		trace.Subflow(ctx, "4. operation %s: force reconcile", api.OperationForceReconcile)
+		return r.force(ctx, inst)
+	case FlowNestedCheck:
+		trace.Check(ctx, "5. %s and generation %d observed: checking nested changes", inst.Status.Phase, inst.Generation)
+		return r.nestedCheck(ctx, inst)
+	}
+	if op := inst.Annotations[api.AnnotationOperation]; op != "" {
+		trace.Subflow(ctx, "4. operation %s: standard reconcile", op)
+	} else {
+		trace.Subflow(ctx, "6. standard reconcile (phase %s, generation %d, observed %d)",
+			orNone(string(inst.Status.Phase)), inst.Generation, inst.Status.ObservedGeneration)
+	}
+	return r.standard(ctx, inst)
+}
+
+// combined is standard step 1 over the cached nested objects; it reports
+// false when the cache is behind this controller's writes to them.
+func (r *Reconciler) combined(inst *api.Installation) (api.InstallationPhase, *Nested, bool) {
+	var nested []Nested
+	if e := r.caches.execution(inst); e != nil {
+		if !r.fresh(api.KindExecution, e.Namespace, e.Name, e.ResourceVersion) {
+			return "", nil, false
+		}
+		nested = append(nested, ExecutionState(e))
+	} else if !r.fresh(api.KindExecution, inst.Namespace, inst.Name, "") {
+		return "", nil, false
+	}
+	for _, s := range r.caches.subinstallations(inst) {
+		if !r.fresh(api.KindInstallation, s.Namespace, s.Name, s.ResourceVersion) {
+			return "", nil, false
+		}
+		nested = append(nested, InstallationState(s))
+	}
+	for _, ref := range inst.Status.Subinstallations {
+		if !r.fresh(api.KindInstallation, inst.Namespace, ref.Ref, "") {
+			return "", nil, false
+		}
+	}
+	p, n := Combined(nested)
+	return p, n, true
+}
+
+func describe(n *Nested) string {
+	if n == nil {
+		return ""
+	}
+	s := strings.ToLower(n.Kind) + " " + n.Name + " is " + string(n.Phase)
+	if n.Reason != "" {
+		s += ": " + n.Reason
+	}
+	return s
+}
+
+// standard is the seed's standard reconciliation.
+func (r *Reconciler) standard(ctx context.Context, inst *api.Installation) (controller.Result, error) {
+	// 1. Compute combined phase.
+	phase, why, ok := r.combined(inst)
+	if !ok {
+		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects; looking again")
+		return controller.Result{RequeueAfter: staleRetry}, nil
+	}
+	trace.Check(ctx, "1. combined phase of the nested objects: %s %s", orNone(string(phase)), describe(why))
+	// 2. Evaluate combined phase.
+	if phase == "" {
+		phase = api.InstallationSucceeded
+		trace.Check(ctx, "2. nothing nested: Succeeded by default")
+	} else if !phase.Final() {
+		err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) { s.Phase = api.InstallationProgressing })
+		trace.Exit(ctx, "2. Progressing: waits for %s", describe(why))
+		return controller.Result{}, err
+	}
+	// 3. Check for abort operation annotation.
+	if inst.Annotations[api.AnnotationOperation] == api.OperationAbort {
+		err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) { s.Phase = api.InstallationAborted })
+		if err == nil {
+			err = r.dropOperation(ctx, inst)
+		}
+		trace.Exit(ctx, "3. abort annotation: Aborted")
+		return controller.Result{}, err
+	}
+	// 4. Check if an update is required.
+	imps, err := r.resolveImports(ctx, inst, 0)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if reason := UpdateRequired(inst, imps); reason != "" {
+		trace.Check(ctx, "4. update required: %s", reason)
+		// 4.1 Check if updating is possible. (The phase passes through
+		// PendingDependencies; it is written only when it stays there.)
+		parent := r.caches.parent(inst)
+		if blockers := Blockers(parent, r.caches.siblings(inst), imps); len(blockers) > 0 {
+			msg := strings.Join(blockers, "; ")
+			err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
+				s.Phase = api.InstallationPendingDependencies
+				s.LastError = r.lastError(s.LastError, ReasonPendingDependencies, msg)
+			})
+			trace.Exit(ctx, "4.1 PendingDependencies: %s", msg)
+			return controller.Result{}, err
+		}
+		trace.Check(ctx, "4.1 every dependency is satisfied")
+		op := ""
+		if inst.Status.Phase == api.InstallationFailed || inst.Status.Phase == api.InstallationAborted {
+			op = api.OperationForceReconcile // a retry runs the failed deploy items again
+		}
+		return r.updateAndProgress(ctx, inst, imps, op, "4.1")
+	}
+	trace.Check(ctx, "4. no update required")
+	if phase == api.InstallationSucceeded && inst.Annotations[api.AnnotationOperation] == api.OperationReconcile &&
+		inst.Status.Phase == api.InstallationSucceeded {
+		// An explicit reconcile of an up-to-date, succeeded installation
+		// re-checks the whole tree (drift repair).
+		if err := r.triggerNested(ctx, inst, api.OperationReconcile); err != nil {
+			return controller.Result{}, err
+		}
+		trace.Action(ctx, "4. reconcile asked with nothing changed: nested objects re-checked")
+		if err := r.dropOperation(ctx, inst); err != nil {
+			return controller.Result{}, err
+		}
+		return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
+			s.Phase = api.InstallationProgressing
+			r.markReconciled(s)
+		})
+	}
+	if phase == api.InstallationSucceeded {
+		// 5. Export generation; 6. Trigger depending installations.
+		if err := r.exportAndTrigger(ctx, inst, imps); err != nil {
+			return r.failed(ctx, inst, err)
+		}
+	}
+	if err := r.dropOperation(ctx, inst); err != nil {
+		return controller.Result{}, err
+	}
+	err = r.setFinal(ctx, inst, phase, why)
+	trace.Exit(ctx, "%s", phase)
+	return r.automatic(ctx, inst, err)
+}
+
+// updateAndProgress updates the nested objects (✔️) and records it:
+// Progressing, the generation and import generations observed.
+func (r *Reconciler) updateAndProgress(ctx context.Context, inst *api.Installation, imps []Import, op, step string) (controller.Result, error) {
+	execRef, subs, err := r.update(ctx, inst, imps, op)
+	if err != nil {
+		return r.failed(ctx, inst, err)
+	}
+	trace.Action(ctx, "%s updated the nested objects: execution %q, %d subinstallation(s)", step, execRef, len(subs))
+	if err := r.dropOperation(ctx, inst); err != nil {
+		return controller.Result{}, err
+	}
+	err = r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
+		s.Phase = api.InstallationProgressing
+		s.ObservedGeneration = inst.Generation
+		s.ImportGenerations = Generations(imps)
+		s.ExecutionRef = execRef
+		s.Subinstallations = subs
+		s.LastError = nil
+		r.markReconciled(s)
+	})
+	trace.Exit(ctx, "Progressing: the nested objects run")
+	return controller.Result{}, err
+}
+
+// force is the seed's force reconciliation.
+func (r *Reconciler) force(ctx context.Context, inst *api.Installation) (controller.Result, error) {
+	imps, err := r.resolveImports(ctx, inst, 0)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	// 1. Check if imports are satisfied.
+	if bad := Unsatisfied(imps); len(bad) > 0 {
+		msg := strings.Join(bad, "; ")
+		err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
+			s.Phase = api.InstallationPendingDependencies
+			s.LastError = r.lastError(s.LastError, ReasonPendingDependencies, msg)
+		})
+		trace.Exit(ctx, "1. PendingDependencies: %s", msg)
+		return controller.Result{}, err
+	}
+	trace.Check(ctx, "1. every import is satisfied")
+	// 2. Update nested installations and executions; 3. remove the
+	// operation annotation; 4. set phase Progressing.
+	return r.updateAndProgress(ctx, inst, imps, api.OperationForceReconcile, "2.")
+}
+
+// nestedCheck is core step 5: a final, unmodified installation follows
+// the phase of its nested objects; when it becomes Succeeded it publishes
+// its exports and triggers its dependents. Then the automatic reconcile
+// decides whether it runs again by itself.
+func (r *Reconciler) nestedCheck(ctx context.Context, inst *api.Installation) (controller.Result, error) {
+	phase, why, ok := r.combined(inst)
+	if !ok {
+		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects; looking again")
+		return controller.Result{RequeueAfter: staleRetry}, nil
+	}
+	if phase == "" {
+		phase = api.InstallationSucceeded
+	}
+	if ownFailure(inst) {
+		trace.Exit(ctx, "5. Failed by its own error (%s): waits for a change or a reconcile", inst.Status.LastError.Reason)
+		return r.automatic(ctx, inst, nil)
+	}
+	if phase == inst.Status.Phase || (inst.Status.Phase == api.InstallationAborted && phase.Final()) {
+		trace.Exit(ctx, "5. nested objects unchanged (%s)", phase)
+		return r.automatic(ctx, inst, nil)
+	}
+	trace.Check(ctx, "5. nested phase changed: %s → %s %s", inst.Status.Phase, phase, describe(why))
+	if !phase.Final() {
+		err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) { s.Phase = api.InstallationProgressing })
+		trace.Exit(ctx, "5. Progressing: waits for %s", describe(why))
+		return controller.Result{}, err
+	}
+	if phase == api.InstallationSucceeded {
+		imps, err := r.resolveImports(ctx, inst, 0)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		if err := r.exportAndTrigger(ctx, inst, imps); err != nil {
+			return r.failed(ctx, inst, err)
+		}
+	}
+	err := r.setFinal(ctx, inst, phase, why)
+	trace.Exit(ctx, "5. %s", phase)
+	return r.automatic(ctx, inst, err)
+}
+
+// setFinal records a final phase: Failed with the nested reason, or a
+// success that resets the retry count.
+func (r *Reconciler) setFinal(ctx context.Context, inst *api.Installation, phase api.InstallationPhase, why *Nested) error {
+	return r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
+		s.Phase = phase
+		switch phase {
+		case api.InstallationFailed:
+			s.LastError = r.lastError(s.LastError, ReasonNestedFailed, describe(why))
+		case api.InstallationSucceeded:
+			s.LastError = nil
+			resetRetries(s)
+		}
+	})
+}
+
+// automatic is the automatic reconcile of a root installation in a final
+// phase: a failed one is retried with backoff, a succeeded one reconciled
+// every interval, by adding the reconcile annotation.
+func (r *Reconciler) automatic(ctx context.Context, inst *api.Installation, err error) (controller.Result, error) {
+	if err != nil {
+		return controller.Result{}, err
+	}
+	cur := inst // kept current by this reconcile's own writes
+	if !cur.Status.Phase.Final() {
+		return controller.Result{}, nil
+	}
+	last := cur.CreationTimestamp
+	if le := cur.Status.LastError; le != nil && !le.Time.IsZero() && cur.Status.Phase == api.InstallationFailed {
+		last = le.Time
+	}
+	d := AutomaticReconcile(cur, contextOf(&cur.ObjectMeta) != "", last, r.now())
+	switch {
+	case d.Now:
+		if err := r.setStatus(ctx, cur, func(s *api.InstallationStatus) {
+			if s.AutomaticReconcile == nil {
+				s.AutomaticReconcile = &api.AutomaticReconcileStatus{}
+			}
+			if d.Failed {
+				s.AutomaticReconcile.FailedRetries++
+			}
+			s.AutomaticReconcile.LastRetry = r.now().UTC()
+		}); err != nil {
+			return controller.Result{}, err
+		}
+		if err := r.setOperation(ctx, cur, api.OperationReconcile); err != nil {
+			return controller.Result{}, err
+		}
+		trace.Action(ctx, "automaticReconcile: reconcile annotation added (%s)", map[bool]string{true: "retry of a failure", false: "periodic"}[d.Failed])
+	case d.After > 0:
+		trace.Check(ctx, "automaticReconcile: next in %s", d.After.Round(time.Second))
+		return controller.Result{RequeueAfter: d.After}, nil
+	}
+	return controller.Result{}, nil
+}
+
+// failed turns a failure into the Failed phase with lastError; other
+// errors are returned for a retry.
+func (r *Reconciler) failed(ctx context.Context, inst *api.Installation, err error) (controller.Result, error) {
+	var f *failure
+	if !errors.As(err, &f) {
+		return controller.Result{}, err
+	}
+	trace.Exit(ctx, "Failed (%s): %s", f.reason, f.err)
+	if werr := r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
+		s.Phase = api.InstallationFailed
+		s.ObservedGeneration = inst.Generation
+		s.LastError = r.lastError(s.LastError, f.reason, f.err.Error())
+	}); werr != nil {
+		return controller.Result{}, werr
+	}
+	if werr := r.dropOperation(ctx, inst); werr != nil {
+		return controller.Result{}, werr
+	}
+	return r.automatic(ctx, inst, nil)
+}
+
+func (r *Reconciler) lastError(old *api.LastError, reason, msg string) *api.LastError {
+	if old != nil && old.Reason == reason && old.Message == msg {
+		return old
+	}
+	return &api.LastError{Reason: reason, Message: msg, Time: r.now().UTC()}
+}
+
+// resetRetries forgets the failed retries after a success, keeping when
+// the last automatic reconcile was (the base of the periodic one).
+func resetRetries(s *api.InstallationStatus) {
+	if s.AutomaticReconcile == nil {
+		return
+	}
+	s.AutomaticReconcile.FailedRetries = 0
+	if s.AutomaticReconcile.LastRetry.IsZero() {
+		s.AutomaticReconcile = nil
+	}
+}
+
+func (r *Reconciler) markReconciled(s *api.InstallationStatus) {
+	if s.AutomaticReconcile != nil {
+		s.AutomaticReconcile.LastRetry = r.now().UTC()
+	}
+}
+
+// ownFailure reports whether a Failed installation failed by its own
+// error (its blueprint, templates or imports) rather than a nested one:
+// the nested objects then say nothing about it.
+func ownFailure(inst *api.Installation) bool {
+	if inst.Status.Phase != api.InstallationFailed || inst.Status.LastError == nil {
+		return false
+	}
+	switch inst.Status.LastError.Reason {
+	case ReasonBlueprintNotFound, ReasonImportInvalid, ReasonRenderFailed:
+		return true
+	}
+	return false
+}
+
+func mapValues(m map[string]*api.Installation) []*api.Installation {
+	out := make([]*api.Installation, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
