@@ -23,8 +23,8 @@ import (
 // Installation's container deploy item runs and it is Succeeded; a
 // pull_request_closed event's worker labels the record closed; the Cleaner
 // deletes the Installation and the record, then itself, and the garbage
-// collector removes the Execution and the DeployItems the Installation
-// owned.
+// collector removes the Execution, the DeployItems and the exports'
+// DataObjects the Installation owned.
 func TestExample_PreviewStoryFromPushToCleanup(t *testing.T) {
 	d, c := clitest.StartDaemon(t, daemon.Options{Controllers: controllers.List(controllers.Config{}), LeaderTTL: time.Second})
 	ctx := context.Background()
@@ -42,9 +42,10 @@ func TestExample_PreviewStoryFromPushToCleanup(t *testing.T) {
 		t.Fatalf("apply: %q, want %q", out, want)
 	}
 
-	// event sends one event to the subscribed project and waits until its
-	// worker succeeded, failing with the worker's logs otherwise.
-	event := func(typ string) {
+	// event sends one event to the subscribed project, waits until its
+	// worker succeeded (failing with the worker's logs otherwise) and
+	// answers the worker's logs.
+	event := func(typ string) string {
 		t.Helper()
 		out := run("event", "create", "-n", ns, "--source", "git", "--type", typ, "--label", "pr=42")
 		name, ok := strings.CutPrefix(strings.TrimSpace(out), "event/")
@@ -63,9 +64,12 @@ func TestExample_PreviewStoryFromPushToCleanup(t *testing.T) {
 			}
 			return ev.Status.Worker.Phase == api.PhaseSucceeded
 		})
+		return run("logs", "event/"+name, "-n", ns)
 	}
 
-	event("push")
+	if logs := event("push"); !strings.Contains(logs, "installations/preview-42 created") || !strings.Contains(logs, "cleaners/preview-42 created") {
+		t.Fatalf("the push worker's logs:\n%s", logs)
+	}
 	testkit.EventuallyNil(t, 90*time.Second, "installation preview-42 Succeeded", func() error {
 		in, err := client.For[*api.Installation](c).Get(ctx, ns, "preview-42")
 		if err != nil {
@@ -108,7 +112,14 @@ func TestExample_PreviewStoryFromPushToCleanup(t *testing.T) {
 		t.Errorf("explain does not show the open record:\n%s", out)
 	}
 
-	event("pull_request_closed")
+	// Another push to the pull request replaces the objects: the worker
+	// is idempotent.
+	if logs := event("push"); !strings.Contains(logs, "dataobjects/pr-42 updated") || !strings.Contains(logs, "installations/preview-42 updated") {
+		t.Fatalf("the second push worker's logs:\n%s", logs)
+	}
+	if logs := event("pull_request_closed"); !strings.Contains(logs, "pull request 42 closed") {
+		t.Fatalf("the close worker's logs:\n%s", logs)
+	}
 	gone := func(kind, name string) bool {
 		_, err := c.Get(ctx, kind, ns, name)
 		return errors.Is(err, api.ErrNotFound)
@@ -120,7 +131,7 @@ func TestExample_PreviewStoryFromPushToCleanup(t *testing.T) {
 				left = append(left, o.kind+"/"+o.name)
 			}
 		}
-		for _, kind := range []string{api.KindExecution, api.KindDeployItem} {
+		for _, kind := range []string{api.KindExecution, api.KindDeployItem, api.KindDataObject} { // and the exports' DataObjects
 			if n := count(kind); n > 0 {
 				left = append(left, fmt.Sprintf("%d %s", n, kind))
 			}
