@@ -22,9 +22,9 @@ import (
 // the preview's Installation, record and Cleaner with its token; the
 // Installation's container deploy item runs and it is Succeeded; a
 // pull_request_closed event's worker labels the record closed; the Cleaner
-// deletes the Installation and the record, then itself, and the garbage
-// collector removes the Execution, the DeployItems and the exports'
-// DataObjects the Installation owned.
+// deletes the Installation and the record, then itself, and everything the
+// Installation owned goes with it: its Execution and DeployItems (through
+// the deletion flows) and the exports' DataObjects (the garbage collector).
 func TestExample_PreviewStoryFromPushToCleanup(t *testing.T) {
 	d, c := clitest.StartDaemon(t, daemon.Options{Controllers: controllers.List(controllers.Config{}), LeaderTTL: time.Second})
 	ctx := context.Background()
