@@ -100,6 +100,18 @@ func TestExample_PreviewStoryFromPushToCleanup(t *testing.T) {
 			t.Errorf("deploy item %s is %q, want Succeeded (its container ran)", it.Name, it.Status.Phase)
 		}
 	}
+	// The container's export reached a DataObject.
+	dos, _, err := client.For[*api.DataObject](c).List(ctx, ns, api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := false
+	for _, o := range dos {
+		exported = exported || strings.Contains(string(o.Data), "http://preview-42.127.0.0.1.nip.io")
+	}
+	if !exported {
+		t.Errorf("no DataObject holds the deploy item's export: %d DataObjects", len(dos))
+	}
 	// The open pull request keeps its preview once the TTL has passed.
 	testkit.Eventually(t, 60*time.Second, "the cleaner pending on the open pull request", func() bool {
 		cl, err := client.For[*api.Cleaner](c).Get(ctx, ns, "preview-42")
