@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,8 +61,7 @@ type Controller struct {
 	items *informer.Informer
 	ctrl  *controller.Controller
 
-	mu      sync.Mutex
-	written map[string]int64
+	written controller.Written
 }
 
 // New builds the controller of opts.Type on opts.Informers. It does
@@ -87,7 +84,7 @@ func New(c client.Interface, opts Options) (*Controller, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	k := &Controller{c: c, opts: opts, d: opts.Deployer, items: opts.Informers.For(api.KindDeployItem), written: map[string]int64{}}
+	k := &Controller{c: c, opts: opts, d: opts.Deployer, items: opts.Informers.For(api.KindDeployItem)}
 	k.ctrl = controller.New("deployer-"+opts.Type, k, controller.Options{Workers: opts.Workers, Logger: opts.Logger,
 		Metrics: opts.Metrics, Traces: opts.Traces, TraceKind: api.KindDeployItem})
 	controller.EnqueueFromInformer(k.items, k.ctrl, func(obj *api.Object) []string {
@@ -120,13 +117,13 @@ func (k *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 	ns, name := splitKey(key)
 	obj, ok := k.items.Get(ns, name)
 	if !ok {
-		k.forget(key)
+		k.written.Forget(key)
 		return controller.Result{}, nil
 	}
 	if TypeOf(obj) != k.opts.Type {
 		return controller.Result{}, nil
 	}
-	if k.stale(key, obj.ResourceVersion) {
+	if k.written.Stale(key, obj.ResourceVersion) {
 		trace.Exit(ctx, "cache behind this deployer's last write: waiting for its watch event")
 		return controller.Result{}, nil
 	}
@@ -515,7 +512,7 @@ func (k *Controller) writeStatus(ctx context.Context, key string, d *api.DeployI
 		return fmt.Errorf("deployer: write status of %s: %w", key, err)
 	}
 	d.ResourceVersion = out.ResourceVersion
-	k.wrote(key, out.ResourceVersion)
+	k.written.Wrote(key, out.ResourceVersion)
 	return nil
 }
 
@@ -529,36 +526,8 @@ func (k *Controller) update(ctx context.Context, key string, d *api.DeployItem) 
 		return fmt.Errorf("deployer: update %s: %w", key, err)
 	}
 	d.ResourceVersion = out.ResourceVersion
-	k.wrote(key, out.ResourceVersion)
+	k.written.Wrote(key, out.ResourceVersion)
 	return nil
-}
-
-func (k *Controller) wrote(key, rv string) {
-	n, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil {
-		return
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if n > k.written[key] {
-		k.written[key] = n
-	}
-}
-
-func (k *Controller) stale(key, rv string) bool {
-	n, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil {
-		return false
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return n < k.written[key]
-}
-
-func (k *Controller) forget(key string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.written, key)
 }
 
 func splitKey(key string) (ns, name string) {

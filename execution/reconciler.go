@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,8 +57,7 @@ type Reconciler struct {
 	// written holds, per execution key, the resourceVersion of this
 	// controller's last write, so that a reconcile on a cache that has not
 	// seen it yet waits for the watch event instead of acting twice.
-	mu      sync.Mutex
-	written map[string]int64
+	written controller.Written
 }
 
 // New builds the controller on opts.Informers: it reconciles an Execution
@@ -79,7 +76,7 @@ func New(c client.Interface, opts Options) (*Reconciler, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	r := &Reconciler{c: c, opts: opts, written: map[string]int64{},
+	r := &Reconciler{c: c, opts: opts,
 		execs: opts.Informers.For(api.KindExecution), items: opts.Informers.For(api.KindDeployItem)}
 	if err := r.items.AddIndex(informer.OwnerUIDIndex, informer.IndexOwnerUID); err != nil && !errors.Is(err, informer.ErrIndexExists) {
 		return nil, fmt.Errorf("execution: %w", err)
@@ -106,10 +103,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	ns, name := splitKey(key)
 	obj, ok := r.execs.Get(ns, name)
 	if !ok {
-		r.forget(key)
+		r.written.Forget(key)
 		return controller.Result{}, nil
 	}
-	if r.stale(key, obj.ResourceVersion) {
+	if r.written.Stale(key, obj.ResourceVersion) {
 		trace.Exit(ctx, "cache behind this controller's last write: waiting for its watch event")
 		return controller.Result{}, nil
 	}
@@ -346,34 +343,6 @@ func itemOf(name string, o *api.Object) (*Item, error) {
 		Pending: d.Annotations[api.AnnotationOperation] == api.OperationReconcile ||
 			d.Annotations[api.AnnotationOperation] == api.OperationForceReconcile,
 	}, nil
-}
-
-func (r *Reconciler) wrote(key, rv string) {
-	n, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if n > r.written[key] {
-		r.written[key] = n
-	}
-}
-
-func (r *Reconciler) stale(key, rv string) bool {
-	n, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return n < r.written[key]
-}
-
-func (r *Reconciler) forget(key string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.written, key)
 }
 
 // keepRefs keeps the recorded generations of the items still in spec.

@@ -210,7 +210,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, key string, e *api.Executi
 		return fmt.Errorf("execution: write status of %s: %w", key, err)
 	}
 	e.ResourceVersion = out.ResourceVersion
-	r.wrote(key, out.ResourceVersion)
+	r.written.Wrote(key, out.ResourceVersion)
 	return nil
 }
 
@@ -225,7 +225,7 @@ func (r *Reconciler) update(ctx context.Context, key string, e *api.Execution) e
 		return fmt.Errorf("execution: update %s: %w", key, err)
 	}
 	e.ResourceVersion, e.Generation = out.ResourceVersion, out.Generation
-	r.wrote(key, out.ResourceVersion)
+	r.written.Wrote(key, out.ResourceVersion)
 	return nil
 }
 
