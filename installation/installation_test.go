@@ -410,3 +410,25 @@ spec:
 		t.Fatalf("import generations %+v", g)
 	}
 }
+
+func TestInstallation_MissingBlueprintCreatedLaterIsReconciled(t *testing.T) {
+	e := start(t)
+	e.apply("apiVersion: cairn.dev/v1alpha1\nkind: Installation\nmetadata: {name: late}\nspec:\n  blueprint: {ref: later}\n")
+	in := e.waitPhase("late", api.InstallationFailed)
+	if in.Status.LastError == nil || in.Status.LastError.Reason != "BlueprintNotFound" {
+		t.Fatalf("lastError %+v, want %s", in.Status.LastError, "BlueprintNotFound")
+	}
+	e.apply(`apiVersion: cairn.dev/v1alpha1
+kind: Blueprint
+metadata: {name: later}
+spec:
+  deployExecutions:
+  - name: items
+    template: "deployItems: [{name: a, type: mock, config: {phase: Succeeded}}]"
+`)
+	e.finish("late", 0, api.DeploySucceeded, nil)
+	in = e.waitPhase("late", api.InstallationSucceeded)
+	if in.Status.LastError != nil {
+		t.Fatalf("the old error stayed: %s", statusString(in))
+	}
+}

@@ -286,6 +286,15 @@ func (r *Reconciler) nestedCheck(ctx context.Context, inst *api.Installation) (c
 		phase = api.InstallationSucceeded
 	}
 	if ownFailure(inst) {
+		if inst.Status.LastError.Reason == ReasonBlueprintNotFound {
+			if _, err := r.caches.blueprint(inst); err == nil {
+				// The blueprint it missed exists now (created later, or
+				// seen by the cache after the installation): run again.
+				err := r.setOperation(ctx, inst, api.OperationReconcile)
+				trace.Exit(ctx, "5. Failed for want of Blueprint %s, which exists now: reconcile annotation added", inst.Spec.Blueprint.Ref)
+				return controller.Result{}, err
+			}
+		}
 		trace.Exit(ctx, "5. Failed by its own error (%s): waits for a change or a reconcile", inst.Status.LastError.Reason)
 		return r.automatic(ctx, inst, nil)
 	}
