@@ -79,14 +79,16 @@ func phaseOf(obj *api.Object) api.InstallationPhase {
 	return inst.Status.Phase
 }
 
-// awaitInstallations watches installations from rv until want of them are
-// Succeeded (with their generation observed); any Failed one ends the
-// benchmark.
-func awaitInstallations(b *testing.B, c client.Interface, rv string, want int, timeout time.Duration) {
+// awaitConverged watches the objects of kind labelled bench=deploy from
+// rv until want of them are done; state says of one object whether it is
+// done (Succeeded for its generation) and, when it failed, why (which
+// ends the benchmark).
+func awaitConverged(b *testing.B, c client.Interface, kind, rv string, want int, timeout time.Duration,
+	state func(o *api.Object) (done bool, failed error)) {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	w, err := c.Watch(ctx, api.KindInstallation, "default", api.ListOptions{ResourceVersion: rv, LabelSelector: "bench=deploy"})
+	w, err := c.Watch(ctx, kind, "default", api.ListOptions{ResourceVersion: rv, LabelSelector: "bench=deploy"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,21 +98,34 @@ func awaitInstallations(b *testing.B, c client.Interface, rv string, want int, t
 		if ev.Object == nil || ev.Type == api.Bookmark {
 			continue
 		}
-		var inst api.Installation
-		if ev.Object.Into(&inst) != nil {
-			continue
+		ok, failed := state(ev.Object)
+		if failed != nil {
+			b.Fatalf("%s %s failed: %v", kind, ev.Object.Name, failed)
 		}
-		switch {
-		case inst.Status.Phase == api.InstallationFailed:
-			b.Fatalf("installation %s failed: %+v", inst.Name, inst.Status.LastError)
-		case inst.Status.Phase == api.InstallationSucceeded && inst.Status.ObservedGeneration == inst.Generation:
-			done[inst.Name] = true
+		if ok {
+			done[ev.Object.Name] = true
 		}
 		if len(done) == want {
 			return
 		}
 	}
-	b.Fatalf("only %d of %d installations succeeded: %v", len(done), want, w.Err())
+	b.Fatalf("only %d of %d %ss succeeded: %v", len(done), want, kind, w.Err())
+}
+
+// awaitInstallations waits for want installations to be Succeeded (with
+// their generation observed); any Failed one ends the benchmark.
+func awaitInstallations(b *testing.B, c client.Interface, rv string, want int, timeout time.Duration) {
+	b.Helper()
+	awaitConverged(b, c, api.KindInstallation, rv, want, timeout, func(o *api.Object) (bool, error) {
+		var inst api.Installation
+		if o.Into(&inst) != nil {
+			return false, nil
+		}
+		if inst.Status.Phase == api.InstallationFailed {
+			return false, fmt.Errorf("%+v", inst.Status.LastError)
+		}
+		return inst.Status.Phase == api.InstallationSucceeded && inst.Status.ObservedGeneration == inst.Generation, nil
+	})
 }
 
 // revision is the store's current revision, as a list reports it.

@@ -68,35 +68,18 @@ func BenchmarkExecutions10k(b *testing.B) {
 	}
 }
 
-// awaitExecutions watches executions from rv until want of them are
-// Succeeded for their generation; a Failed one ends the benchmark.
+// awaitExecutions waits for want executions to be Succeeded for their
+// generation; a Failed one ends the benchmark.
 func awaitExecutions(b *testing.B, c client.Interface, rv string, want int, timeout time.Duration) {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	w, err := c.Watch(ctx, api.KindExecution, "default", api.ListOptions{ResourceVersion: rv, LabelSelector: "bench=deploy"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Stop()
-	done := map[string]bool{}
-	for ev := range w.Events() {
-		if ev.Object == nil || ev.Type == api.Bookmark {
-			continue
-		}
+	awaitConverged(b, c, api.KindExecution, rv, want, timeout, func(o *api.Object) (bool, error) {
 		var x api.Execution
-		if ev.Object.Into(&x) != nil {
-			continue
+		if o.Into(&x) != nil {
+			return false, nil
 		}
-		switch {
-		case x.Status.Phase == api.DeployFailed:
-			b.Fatalf("execution %s failed: %+v", x.Name, x.Status.LastError)
-		case x.Status.Phase == api.DeploySucceeded && x.Status.ObservedGeneration == x.Generation:
-			done[x.Name] = true
+		if x.Status.Phase == api.DeployFailed {
+			return false, fmt.Errorf("%+v", x.Status.LastError)
 		}
-		if len(done) == want {
-			return
-		}
-	}
-	b.Fatalf("only %d of %d executions succeeded: %v", len(done), want, w.Err())
+		return x.Status.Phase == api.DeploySucceeded && x.Status.ObservedGeneration == x.Generation, nil
+	})
 }
