@@ -64,11 +64,8 @@ func TestWatchCache_SlowStoreDoesNotHoldUpClose(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Close waits for a watch's store read")
 	}
-	select {
-	case res := <-watched:
-		t.Fatalf("the watch returned (%v) while its store read was held", res.err)
-	default:
-	}
+	// The watch ends with ServiceUnavailable, whether Close ended it while
+	// its store read was held or the read ended after Close.
 	p.resume()
 	res := <-watched
 	if res.err == nil {
