@@ -84,23 +84,14 @@ func (r *Reconciler) updateMeta(ctx context.Context, inst *api.Installation, cha
 	if reflect.DeepEqual(next.ObjectMeta, inst.ObjectMeta) {
 		return nil
 	}
-	out, err := client.For[*api.Installation](r.c).Update(ctx, &next)
-	for attempt := 0; errors.Is(err, api.ErrConflict) && attempt < conflictRetries; attempt++ {
-		// Someone else changed the object (an annotation, a status):
-		// re-apply the change to the current metadata.
-		var fresh *api.Installation
-		if fresh, err = client.For[*api.Installation](r.c).Get(ctx, inst.Namespace, inst.Name); err != nil {
-			break
-		}
-		if fresh.UID != inst.UID || fresh.Generation != inst.Generation {
-			err = fmt.Errorf("changed while reconciling: %w", api.ErrConflict)
-			break
-		}
-		next = *fresh
-		next.ObjectMeta = *fresh.DeepCopy()
-		change(&next.ObjectMeta)
-		out, err = client.For[*api.Installation](r.c).Update(ctx, &next)
-	}
+	// Someone else may change the object meanwhile (an annotation, a
+	// status): the change is then re-applied to the current metadata.
+	out, err := r.writeFresh(ctx, inst, &next, client.For[*api.Installation](r.c).Update, func(fresh *api.Installation) *api.Installation {
+		n := *fresh
+		n.ObjectMeta = *fresh.DeepCopy()
+		change(&n.ObjectMeta)
+		return &n
+	})
 	if errors.Is(err, api.ErrNotFound) && inst.Deleting() {
 		r.forget(api.KindInstallation, inst.Namespace, inst.Name)
 		return nil // the last finalizer went: the installation is gone
@@ -116,6 +107,29 @@ func (r *Reconciler) updateMeta(ctx context.Context, inst *api.Installation, cha
 // conflictRetries bounds the re-reads of a write that met a Conflict.
 const conflictRetries = 3
 
+// writeFresh writes next with write; on a Conflict it re-reads the
+// installation and, while its uid and generation are still those of inst
+// (the ones this reconcile worked on), writes redo(fresh) instead, at most
+// conflictRetries times. Otherwise the error is a Conflict saying it
+// changed while reconciling.
+func (r *Reconciler) writeFresh(ctx context.Context, inst, next *api.Installation,
+	write func(context.Context, *api.Installation) (*api.Installation, error),
+	redo func(fresh *api.Installation) *api.Installation) (*api.Installation, error) {
+	out, err := write(ctx, next)
+	for attempt := 0; errors.Is(err, api.ErrConflict) && attempt < conflictRetries; attempt++ {
+		var fresh *api.Installation
+		if fresh, err = client.For[*api.Installation](r.c).Get(ctx, inst.Namespace, inst.Name); err != nil {
+			break
+		}
+		if fresh.UID != inst.UID || fresh.Generation != inst.Generation {
+			err = fmt.Errorf("changed while reconciling: %w", api.ErrConflict)
+			break
+		}
+		out, err = write(ctx, redo(fresh))
+	}
+	return out, err
+}
+
 // setStatus changes inst's status with a compare-and-swap write (none when
 // nothing changes) and keeps inst current.
 func (r *Reconciler) setStatus(ctx context.Context, inst *api.Installation, change func(s *api.InstallationStatus)) error {
@@ -128,23 +142,14 @@ func (r *Reconciler) setStatus(ctx context.Context, inst *api.Installation, chan
 		return nil
 	}
 	next.Status = st
-	out, err := client.For[*api.Installation](r.c).UpdateStatus(ctx, &next)
-	for attempt := 0; errors.Is(err, api.ErrConflict) && attempt < conflictRetries; attempt++ {
-		// Someone else changed the object (usually an annotation): while
-		// its generation is the one this reconcile worked on, the status
-		// change still holds; re-apply it to the current status.
-		var fresh *api.Installation
-		if fresh, err = client.For[*api.Installation](r.c).Get(ctx, inst.Namespace, inst.Name); err != nil {
-			break
-		}
-		if fresh.UID != inst.UID || fresh.Generation != inst.Generation {
-			err = fmt.Errorf("changed while reconciling: %w", api.ErrConflict)
-			break
-		}
-		next = *fresh
-		change(&next.Status)
-		out, err = client.For[*api.Installation](r.c).UpdateStatus(ctx, &next)
-	}
+	// Someone else may change the object meanwhile (usually an
+	// annotation): while its generation is the one this reconcile worked
+	// on, the status change still holds and is re-applied.
+	out, err := r.writeFresh(ctx, inst, &next, client.For[*api.Installation](r.c).UpdateStatus, func(fresh *api.Installation) *api.Installation {
+		n := *fresh
+		change(&n.Status)
+		return &n
+	})
 	if err != nil {
 		return fmt.Errorf("installation %s: update status: %w", inst.Name, err)
 	}
