@@ -172,16 +172,23 @@ func BenchmarkInstallations10k(b *testing.B) {
 
 		start = time.Now()
 		deleteAll(b, c, api.KindInstallation, "bench=deploy")
-		for _, kind := range []string{api.KindInstallation, api.KindExecution, api.KindDeployItem, api.KindDataObject} {
-			testkit.EventuallyNil(b, 10*time.Minute, "every "+kind+" to be gone", func() error {
-				l, err := c.List(ctx, kind, "default", api.ListOptions{Limit: 1})
-				if err == nil && len(l.Items) > 0 {
-					err = fmt.Errorf("%ss left", kind)
-				}
-				return err
-			})
-		}
+		awaitNone(b, c, api.KindInstallation, api.KindExecution, api.KindDeployItem, api.KindDataObject)
 		b.ReportMetric(time.Since(start).Seconds(), "s/delete")
+	}
+}
+
+// awaitNone waits until no object of any of kinds is left in the
+// namespace default.
+func awaitNone(b *testing.B, c client.Interface, kinds ...string) {
+	b.Helper()
+	for _, kind := range kinds {
+		testkit.EventuallyNil(b, 10*time.Minute, "every "+kind+" to be gone", func() error {
+			l, err := c.List(context.Background(), kind, "default", api.ListOptions{Limit: 1})
+			if err == nil && len(l.Items) > 0 {
+				err = fmt.Errorf("%ss left", kind)
+			}
+			return err
+		})
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
-	"cairn.dev/cairn/internal/testkit"
 )
 
 // BenchmarkExecutions10k: the execution half of BenchmarkInstallations10k
@@ -55,15 +54,7 @@ func BenchmarkExecutions10k(b *testing.B) {
 
 		start = time.Now()
 		deleteAll(b, c, api.KindExecution, "bench=deploy")
-		for _, kind := range []string{api.KindExecution, api.KindDeployItem, api.KindDataObject} {
-			testkit.EventuallyNil(b, 10*time.Minute, "every "+kind+" to be gone", func() error {
-				l, err := c.List(ctx, kind, "default", api.ListOptions{Limit: 1})
-				if err == nil && len(l.Items) > 0 {
-					err = fmt.Errorf("%ss left", kind)
-				}
-				return err
-			})
-		}
+		awaitNone(b, c, api.KindExecution, api.KindDeployItem, api.KindDataObject)
 		b.ReportMetric(time.Since(start).Seconds(), "s/delete")
 	}
 }
