@@ -31,6 +31,9 @@ type Kind struct {
 	// apiVersion, kind and metadata (Spec.Fields). Any other top-level
 	// field is refused, names being case-sensitive.
 	Fields []string
+	// GoType is the kind's Go struct type (api.Secret for the Secret
+	// kind), from which its schemas are derived.
+	GoType reflect.Type
 
 	// fieldsErr is set when Spec.Fields does not match the Go type; New
 	// refuses the kind.
@@ -129,6 +132,7 @@ func Define[T api.Resource](s Spec[T]) Kind {
 		},
 		Encrypted: s.Encrypted,
 		Actions:   s.Actions,
+		GoType:    elem,
 		authorize: s.Authorize,
 	}
 	k.Fields, k.fieldsErr = declaredFields(s.Kind, s.Fields, elem)
