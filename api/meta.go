@@ -6,6 +6,8 @@ package api
 import (
 	"slices"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Group, Version and APIVersion name cairn's single API group.
@@ -51,6 +53,10 @@ type ObjectMeta struct {
 	Annotations       map[string]string `json:"annotations,omitempty"`
 	Finalizers        []string          `json:"finalizers,omitempty"`
 	OwnerReferences   []OwnerReference  `json:"ownerReferences,omitempty"`
+	// ManagedFields records which field manager set which fields, for
+	// server-side apply (as in Kubernetes). It is server-maintained: a
+	// write may clear it (an empty list) but not set entries of its own.
+	ManagedFields []metav1.ManagedFieldsEntry `json:"managedFields,omitempty"`
 }
 
 // OwnerReference points at an object in the same namespace that owns this

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Object is the generic form of any cairn object: type and object metadata
@@ -189,6 +191,12 @@ func (m *ObjectMeta) DeepCopy() *ObjectMeta {
 	c.Annotations = maps.Clone(m.Annotations)
 	c.Finalizers = slices.Clone(m.Finalizers)
 	c.OwnerReferences = slices.Clone(m.OwnerReferences)
+	if m.ManagedFields != nil {
+		c.ManagedFields = make([]metav1.ManagedFieldsEntry, len(m.ManagedFields))
+		for i := range m.ManagedFields {
+			m.ManagedFields[i].DeepCopyInto(&c.ManagedFields[i])
+		}
+	}
 	return &c
 }
 

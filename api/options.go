@@ -6,14 +6,54 @@ import "encoding/json"
 type ListOptions struct {
 	// LabelSelector filters by labels: "k=v,k!=v,k in (a,b),k,!k".
 	LabelSelector string
+	// FieldSelector filters by metadata.name and metadata.namespace:
+	// "metadata.name=web", "metadata.namespace!=dev", joined by commas.
+	// Any other field is BadRequest.
+	FieldSelector string
 	// Limit caps the items of one page; 0 means no limit. Negative is invalid.
 	Limit int64
 	// Continue is the token of the previous page's ListMeta.Continue.
 	Continue string
-	// ResourceVersion (watch only): replay every change after it; "" or "0"
-	// first sends the current objects as ADDED.
+	// ResourceVersion: for a watch, replay every change after it ("" or
+	// "0": the current objects first, as ADDED). For a list, with
+	// ResourceVersionMatch Exact, read the list as it was at that version
+	// (Expired once compacted); otherwise a list is read at the latest
+	// version, which is never older than any version given.
 	ResourceVersion string
+	// ResourceVersionMatch is "", NotOlderThan or Exact (lists only).
+	ResourceVersionMatch string
+	// SendInitialEvents (watches only) chooses whether a watch starts
+	// with the current objects as ADDED: nil does so for a
+	// ResourceVersion of "" or "0" only; true does so whatever the
+	// version and ends them with a BOOKMARK annotated
+	// InitialEventsEndAnnotation; false never does (a watch from "" then
+	// starts at the latest version).
+	SendInitialEvents *bool
 }
+
+// InitialEventsEndAnnotation marks the BOOKMARK that ends the initial
+// events of a watch with SendInitialEvents, as Kubernetes does.
+const InitialEventsEndAnnotation = "k8s.io/initial-events-end"
+
+// Deletion propagation policies (DeleteOptions.PropagationPolicy).
+const (
+	// PropagationForeground: the object stays, marked, until the garbage
+	// collector has deleted its dependents (cairn's cascade-deletion).
+	// The default.
+	PropagationForeground = "Foreground"
+	// PropagationBackground: the object goes at once (once its other
+	// finalizers are done); the collector then deletes its dependents as
+	// orphans.
+	PropagationBackground = "Background"
+	// PropagationOrphan: the collector removes the references to the
+	// object from its dependents, which stay, then the object goes.
+	PropagationOrphan = "Orphan"
+)
+
+// FinalizerOrphan is the finalizer of an object deleted with
+// PropagationOrphan: the garbage collector removes it once no dependent
+// refers to the object any more.
+const FinalizerOrphan = "cairn.dev/orphan"
 
 // DeleteOptions qualify a DELETE.
 type DeleteOptions struct {
@@ -23,7 +63,44 @@ type DeleteOptions struct {
 	// Preconditions, when set, must match the stored object or the delete
 	// fails with Conflict.
 	Preconditions Preconditions
+	// PropagationPolicy is what becomes of the object's dependents: one of
+	// the Propagation constants; "" is PropagationForeground. It only
+	// matters for a live object: deleting an object already marked changes
+	// nothing.
+	PropagationPolicy string
+	// DryRun checks and admits the deletion and returns the object as it
+	// would be, writing nothing.
+	DryRun bool
 }
+
+// WriteOptions qualify a create, an update or a patch. The zero value is
+// a plain write.
+type WriteOptions struct {
+	// DryRun runs every check and admission step of the write and returns
+	// the object as it would be stored, writing nothing: a create's
+	// resourceVersion is then empty, an update's the current one.
+	DryRun bool
+	// FieldManager names the writer in metadata.managedFields (defaults
+	// to the kind of write when empty). Required for an apply patch.
+	FieldManager string
+	// Force (apply patches only) takes over fields another manager owns
+	// instead of failing with Conflict.
+	Force bool
+	// PatchType (patches only) is how the patch reads: MergePatch (the
+	// default), JSONPatch or ApplyPatch.
+	PatchType PatchType
+}
+
+// PatchType is the media type of a patch.
+type PatchType string
+
+// The patch types cairn applies (strategic merge patches are
+// Kubernetes' built-in kinds' own and not served).
+const (
+	MergePatch PatchType = "application/merge-patch+json"
+	JSONPatch  PatchType = "application/json-patch+json"
+	ApplyPatch PatchType = "application/apply-patch+yaml"
+)
 
 // Preconditions guard a write against acting on another incarnation or
 // version of an object.
@@ -50,7 +127,7 @@ type Watcher interface {
 	// Stop, when the context given to Watch is done, or on failure.
 	Events() <-chan ObjectEvent
 	// Err blocks until the stream is closed and tells why it ended: nil
-	// after Stop or context cancellation, an error matching ErrGone when the
+	// after Stop or context cancellation, an error matching ErrExpired when the
 	// requested resource version is compacted away, another error otherwise.
 	Err() error
 	// Stop ends the watch and releases its resources; it is idempotent.

@@ -15,14 +15,16 @@ type Reason string
 // The reasons an API call can fail with. Each maps to exactly one HTTP code
 // (see Reason.Code).
 const (
-	ReasonNotFound         Reason = "NotFound"
-	ReasonAlreadyExists    Reason = "AlreadyExists"
-	ReasonConflict         Reason = "Conflict"
-	ReasonInvalid          Reason = "Invalid"
-	ReasonBadRequest       Reason = "BadRequest"
-	ReasonUnauthorized     Reason = "Unauthorized"
-	ReasonForbidden        Reason = "Forbidden"
-	ReasonGone             Reason = "Gone"
+	ReasonNotFound      Reason = "NotFound"
+	ReasonAlreadyExists Reason = "AlreadyExists"
+	ReasonConflict      Reason = "Conflict"
+	ReasonInvalid       Reason = "Invalid"
+	ReasonBadRequest    Reason = "BadRequest"
+	ReasonUnauthorized  Reason = "Unauthorized"
+	ReasonForbidden     Reason = "Forbidden"
+	// ReasonExpired (HTTP 410): a resourceVersion or continue token that
+	// the store has compacted away; list again from the start.
+	ReasonExpired          Reason = "Expired"
 	ReasonTooManyRequests  Reason = "TooManyRequests"
 	ReasonTooLarge         Reason = "RequestEntityTooLarge"
 	ReasonMethodNotAllowed Reason = "MethodNotAllowed"
@@ -54,7 +56,7 @@ func (r Reason) Code() int {
 		return http.StatusUnauthorized
 	case ReasonForbidden:
 		return http.StatusForbidden
-	case ReasonGone:
+	case ReasonExpired:
 		return http.StatusGone
 	case ReasonTooManyRequests:
 		return http.StatusTooManyRequests
@@ -129,7 +131,7 @@ var (
 	ErrBadRequest      = &Status{Reason: ReasonBadRequest}
 	ErrUnauthorized    = &Status{Reason: ReasonUnauthorized}
 	ErrForbidden       = &Status{Reason: ReasonForbidden}
-	ErrGone            = &Status{Reason: ReasonGone}
+	ErrExpired         = &Status{Reason: ReasonExpired}
 	ErrTooManyRequests = &Status{Reason: ReasonTooManyRequests}
 	ErrInternal        = &Status{Reason: ReasonInternalError}
 	// ErrInsufficientStorage: the store is full (HTTP 507).
@@ -202,8 +204,9 @@ func NewForbidden(kind, name, why string) *Status {
 	return withDetails(NewStatus(ReasonForbidden, "%s %q is forbidden: %s", kind, name, why), kind, name)
 }
 
-// NewGone reports a resource version that is no longer available.
-func NewGone(format string, args ...any) *Status { return NewStatus(ReasonGone, format, args...) }
+// NewExpired reports a resource version or continue token that is no
+// longer available (HTTP 410, reason Expired).
+func NewExpired(format string, args ...any) *Status { return NewStatus(ReasonExpired, format, args...) }
 
 // NewInternal wraps an unexpected failure. Clients see only a generic
 // message; the failure itself is kept for the server's log (Unwrap).

@@ -6,7 +6,7 @@
 // with typed objects.
 //
 // Errors are *api.Status values in both implementations, so callers check
-// them with errors.Is(err, api.ErrNotFound), api.ErrConflict, api.ErrGone,
+// them with errors.Is(err, api.ErrNotFound), api.ErrConflict, api.ErrExpired,
 // ... whatever the transport. The HTTP client adds two errors of its own: an
 // *UnreachableError when no server answers, and an Unauthorized Status whose
 // message says where the rejected token came from.

@@ -96,7 +96,7 @@ func reasonForCode(code int) api.Reason {
 	case http.StatusForbidden:
 		return api.ReasonForbidden
 	case http.StatusGone:
-		return api.ReasonGone
+		return api.ReasonExpired
 	case http.StatusTooManyRequests:
 		return api.ReasonTooManyRequests
 	case http.StatusRequestEntityTooLarge:

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"cairn.dev/cairn/api"
@@ -220,6 +222,13 @@ func listQuery(opts api.ListOptions) url.Values {
 	if opts.LabelSelector != "" {
 		q.Set("labelSelector", opts.LabelSelector)
 	}
+	if opts.FieldSelector != "" {
+		q.Set("fieldSelector", opts.FieldSelector)
+	}
+	if opts.ResourceVersionMatch != "" {
+		q.Set("resourceVersion", opts.ResourceVersion)
+		q.Set("resourceVersionMatch", opts.ResourceVersionMatch)
+	}
 	if opts.Limit != 0 {
 		q.Set("limit", strconv.FormatInt(opts.Limit, 10))
 	}
@@ -252,7 +261,7 @@ func (c *httpClient) List(ctx context.Context, kind, ns string, opts api.ListOpt
 	for {
 		l, err := c.listPage(ctx, p, page)
 		if err != nil {
-			if out != nil && errors.Is(err, api.ErrGone) {
+			if out != nil && errors.Is(err, api.ErrExpired) {
 				return c.listPage(ctx, p, opts)
 			}
 			return nil, err
@@ -321,12 +330,6 @@ func (c *httpClient) Patch(ctx context.Context, kind, ns, name string, patch []b
 	return out, nil
 }
 
-// deleteBody is the optional body of a DELETE: preconditions the stored
-// object must match.
-type deleteBody struct {
-	Preconditions *api.Preconditions `json:"preconditions,omitempty"`
-}
-
 func (c *httpClient) Delete(ctx context.Context, kind, ns, name string, opts api.DeleteOptions) (*api.Object, bool, error) {
 	if name == "" {
 		return nil, false, api.NewBadRequest("a name is required")
@@ -340,9 +343,8 @@ func (c *httpClient) Delete(ctx context.Context, kind, ns, name string, opts api
 		q.Set("force", "true")
 	}
 	var body any
-	if opts.Preconditions != (api.Preconditions{}) {
-		pre := opts.Preconditions
-		body = deleteBody{Preconditions: &pre}
+	if opts.Preconditions != (api.Preconditions{}) || opts.PropagationPolicy != "" || opts.DryRun {
+		body = deleteOptions(opts)
 	}
 	out := &api.Object{}
 	code, err := c.call(ctx, http.MethodDelete, p, q, body, jsonType, out)
@@ -412,4 +414,28 @@ func (c *httpClient) ActionStream(ctx context.Context, req ActionRequest) (io.Re
 		return nil, err
 	}
 	return resp.Body, nil
+}
+
+// deleteOptions is the body of a DELETE, as every Kubernetes client sends
+// it: a metav1.DeleteOptions.
+func deleteOptions(opts api.DeleteOptions) *metav1.DeleteOptions {
+	d := &metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "DeleteOptions"}}
+	if p := opts.Preconditions; p != (api.Preconditions{}) {
+		d.Preconditions = &metav1.Preconditions{}
+		if p.UID != "" {
+			uid := types.UID(p.UID)
+			d.Preconditions.UID = &uid
+		}
+		if p.ResourceVersion != "" {
+			d.Preconditions.ResourceVersion = &p.ResourceVersion
+		}
+	}
+	if opts.PropagationPolicy != "" {
+		policy := metav1.DeletionPropagation(opts.PropagationPolicy)
+		d.PropagationPolicy = &policy
+	}
+	if opts.DryRun {
+		d.DryRun = []string{metav1.DryRunAll}
+	}
+	return d
 }

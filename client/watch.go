@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"cairn.dev/cairn/api"
@@ -17,10 +18,16 @@ func (c *httpClient) Watch(ctx context.Context, kind, ns string, opts api.ListOp
 	if err != nil {
 		return nil, err
 	}
-	q := listQuery(api.ListOptions{LabelSelector: opts.LabelSelector})
+	q := listQuery(api.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector})
 	q.Set("watch", "true")
+	// Bookmarks keep the watcher's version current, as the in-process
+	// client's watches do.
+	q.Set("allowWatchBookmarks", "true")
 	if opts.ResourceVersion != "" {
 		q.Set("resourceVersion", opts.ResourceVersion)
+	}
+	if s := opts.SendInitialEvents; s != nil {
+		q.Set("sendInitialEvents", strconv.FormatBool(*s))
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	resp, err := c.do(wctx, http.MethodGet, p, q, nil, "")

@@ -241,7 +241,7 @@ func TestDaemon_PureAPIServerRunsNoControllersButStillCompacts(t *testing.T) {
 		if err == nil {
 			w.Stop()
 		}
-		return errors.Is(err, api.ErrGone)
+		return errors.Is(err, api.ErrExpired)
 	})
 	// No server ever campaigned for the controllers, so nothing collects.
 	if id, err := lease.Current(ctx, c, manager.LeaseName); err != nil || id != "" {

@@ -402,12 +402,13 @@ func (c *Collector) reconcile(ctx context.Context, uid string) (controller.Resul
 				return res, nil
 			}
 		}
-		trace.Action(ctx, "remove %s: nothing is left to wait for", api.FinalizerCascadeDeletion)
-		if err := c.removeFinalizer(ctx, w.self); err != nil {
+		f := w.d.Cascade.Finalizer
+		trace.Action(ctx, "remove %s: nothing is left to wait for", f)
+		if err := c.removeFinalizer(ctx, w.self, f); err != nil {
 			return res, err
 		}
 		if n := w.self; n.HasOtherFinalizer() {
-			n.Finalizers = slices.DeleteFunc(slices.Clone(n.Finalizers), func(f string) bool { return f == api.FinalizerCascadeDeletion })
+			n.Finalizers = slices.DeleteFunc(slices.Clone(n.Finalizers), collectorFinalizer)
 			trace.Exit(ctx, "it stays: %s", holds(n))
 		}
 	}

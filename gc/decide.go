@@ -23,7 +23,8 @@ type Decision struct {
 	// orphan, and drops the deletion when one exists with that uid (or, for
 	// a reference with no uid, by that name).
 	Confirm []api.OwnerReference
-	// Cascade is set for a deleting object that holds cascade-deletion.
+	// Cascade is set for a deleting object that holds cascade-deletion
+	// (PlanCascade) or the orphan finalizer (PlanOrphan).
 	Cascade *Cascade
 	// Cycle lists the members of the ownership cycle through the object
 	// when it has not yet been reported on it; Report is the annotation
@@ -32,9 +33,12 @@ type Decision struct {
 	Report string
 }
 
-// Cascade is the work of a deleting object's cascade-deletion finalizer:
-// what to do with each of its dependents, and whether it may go.
+// Cascade is the work of a deleting object's cascade-deletion (or orphan)
+// finalizer: what to do with each of its dependents, and whether it may go.
 type Cascade struct {
+	// Finalizer is the collector's finalizer this work is for, the one
+	// RemoveFinalizer removes: cascade-deletion or orphan.
+	Finalizer string
 	// Delete lists dependents to delete: none of their owners is live.
 	Delete []Victim
 	// Detach lists dependents that keep another live owner: only their
@@ -52,7 +56,7 @@ type Cascade struct {
 	// (see RemoveFinalizer).
 	InCycle []string
 	// RemoveFinalizer: no dependent is left but cycle members, so
-	// cascade-deletion can be removed.
+	// Finalizer can be removed.
 	//
 	// The cycle rule: members of a cycle each wait for the others to
 	// disappear, so a plain cascade never ends. Once every member of the
@@ -119,6 +123,9 @@ func Decide(g *Graph, uid string) Decision {
 	switch {
 	case n.Deleting && n.HasFinalizer(api.FinalizerCascadeDeletion):
 		c := PlanCascade(g, uid)
+		d.Cascade = &c
+	case n.Deleting && n.HasFinalizer(api.FinalizerOrphan):
+		c := PlanOrphan(g, uid)
 		d.Cascade = &c
 	case !n.Deleting:
 		d.Orphan, d.Confirm = Orphaned(g, uid)
@@ -189,7 +196,7 @@ func PlanCascade(g *Graph, uid string) Cascade {
 		return Cascade{}
 	}
 	isNamespace := x.Kind == NamespaceKind && x.Namespace == ""
-	var c Cascade
+	c := Cascade{Finalizer: api.FinalizerCascadeDeletion}
 	var cycle []string // all-deleting cycle through x, computed on demand
 	cycleDone := false
 	for _, du := range g.Dependents(uid) {
@@ -237,6 +244,21 @@ func PlanCascade(g *Graph, uid string) Cascade {
 		}
 	}
 	c.RemoveFinalizer = len(c.Delete)+len(c.Detach)+len(c.Skip)+len(c.Wait) == 0
+	return c
+}
+
+// PlanOrphan decides the work of the deleting object with uid deleted
+// with the Orphan propagation policy (it holds the orphan finalizer):
+// every dependent, live or deleting, is detached, keeping its other owners;
+// once none refers to the object any more, the finalizer can go. A
+// dependent left with no owner at all is not an orphan (Orphaned): it
+// stays.
+func PlanOrphan(g *Graph, uid string) Cascade {
+	if _, ok := g.nodes[uid]; !ok {
+		return Cascade{}
+	}
+	c := Cascade{Finalizer: api.FinalizerOrphan, Detach: slices.Clone(g.Dependents(uid))}
+	c.RemoveFinalizer = len(c.Detach) == 0
 	return c
 }
 

@@ -140,6 +140,7 @@ func TestPlanCascade(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := PlanCascade(graphOf(tt.nodes...), tt.uid)
+			tt.want.Finalizer = api.FinalizerCascadeDeletion
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("PlanCascade =\n  %+v\nwant\n  %+v", got, tt.want)
 			}
@@ -218,7 +219,11 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "deleting with cascade-deletion: cascade", nodes: []Node{ns, del(thing("a"))}, uid: "a",
-			want: Decision{Cascade: &Cascade{RemoveFinalizer: true}},
+			want: Decision{Cascade: &Cascade{Finalizer: api.FinalizerCascadeDeletion, RemoveFinalizer: true}},
+		},
+		{
+			name: "deleting with the orphan finalizer: release", nodes: []Node{ns, orphaning(thing("a")), thing("b", "a")}, uid: "a",
+			want: Decision{Cascade: &Cascade{Finalizer: api.FinalizerOrphan, Detach: []string{"b"}}},
 		},
 		{
 			name: "deleting without cascade-deletion: left to its finalizers",
@@ -237,6 +242,57 @@ func TestDecide(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := Decide(graphOf(tt.nodes...), tt.uid); !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("Decide =\n  %+v\nwant\n  %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// orphaning marks a node deleting with the orphan finalizer and extra
+// finalizers.
+func orphaning(n Node, extra ...string) Node {
+	n.Deleting = true
+	n.Finalizers = append([]string{api.FinalizerOrphan}, extra...)
+	return n
+}
+
+func TestPlanOrphan(t *testing.T) {
+	const other = "cairn.dev/installation"
+	tests := []struct {
+		name  string
+		nodes []Node
+		uid   string
+		want  Cascade
+	}{
+		{
+			name:  "no dependents: finalizer goes",
+			nodes: []Node{ns, orphaning(thing("a"))},
+			uid:   "a", want: Cascade{RemoveFinalizer: true},
+		},
+		{
+			name:  "sole owner: dependent released, not deleted",
+			nodes: []Node{ns, orphaning(thing("a")), thing("b", "a")},
+			uid:   "a", want: Cascade{Detach: []string{"b"}},
+		},
+		{
+			name:  "deleting and controlled dependents are released too",
+			nodes: []Node{ns, orphaning(thing("a"), other), del(thing("b", "a")), ctl(thing("c", "a"), "a")},
+			uid:   "a", want: Cascade{Detach: []string{"b", "c"}},
+		},
+		{
+			name:  "dependent with another owner keeps it",
+			nodes: []Node{ns, orphaning(thing("a")), thing("c"), thing("b", "a", "c")},
+			uid:   "a", want: Cascade{Detach: []string{"b"}},
+		},
+		{name: "unknown uid: nothing", nodes: []Node{ns}, uid: "x", want: Cascade{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := PlanOrphan(graphOf(tt.nodes...), tt.uid)
+			if tt.uid != "x" {
+				tt.want.Finalizer = api.FinalizerOrphan
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("PlanOrphan =\n  %+v\nwant\n  %+v", got, tt.want)
 			}
 		})
 	}

@@ -129,11 +129,16 @@ func traceCascade(ctx context.Context, self Node, w work) {
 func holds(n Node) string {
 	var others []string
 	for _, f := range n.Finalizers {
-		if f != api.FinalizerCascadeDeletion {
+		if !collectorFinalizer(f) {
 			others = append(others, f)
 		}
 	}
 	switch {
+	case len(others) > 0 && n.HasFinalizer(api.FinalizerOrphan):
+		return fmt.Sprintf("its dependents are released first, and finalizer %s (not the collector's) holds it until the controller that set it removes it",
+			strings.Join(others, ", "))
+	case n.HasFinalizer(api.FinalizerOrphan):
+		return "its dependents are released first"
 	case len(others) > 0 && n.HasFinalizer(api.FinalizerCascadeDeletion):
 		return fmt.Sprintf("its own dependents go first, and finalizer %s (not the collector's) holds it until the controller that set it removes it",
 			strings.Join(others, ", "))

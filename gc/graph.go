@@ -58,14 +58,15 @@ func NodeOf(o *api.Object) Node {
 func (n Node) HasFinalizer(f string) bool { return slices.Contains(n.Finalizers, f) }
 
 // HasOtherFinalizer reports whether the node holds a finalizer besides
-// cascade-deletion (a controller's own).
+// the collector's (cascade-deletion, orphan): a controller's own.
 func (n Node) HasOtherFinalizer() bool {
-	for _, f := range n.Finalizers {
-		if f != api.FinalizerCascadeDeletion {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(n.Finalizers, func(f string) bool { return !collectorFinalizer(f) })
+}
+
+// collectorFinalizer reports whether f is one of the finalizers the
+// collector removes (set by DELETE's propagation policy).
+func collectorFinalizer(f string) bool {
+	return f == api.FinalizerCascadeDeletion || f == api.FinalizerOrphan
 }
 
 // String names the node as "Kind ns/name" for logs and reports.

@@ -241,11 +241,11 @@ func (c *Collector) detach(ctx context.Context, d Node, owner string) error {
 	})
 }
 
-// removeFinalizer removes cascade-deletion from n; the API then removes n
-// if no other finalizer remains.
-func (c *Collector) removeFinalizer(ctx context.Context, n Node) error {
+// removeFinalizer removes the collector's finalizer f from n; the API then
+// removes n if no other finalizer remains.
+func (c *Collector) removeFinalizer(ctx context.Context, n Node, f string) error {
 	return c.modify(ctx, n, "finalize", func(o *api.Object) bool {
-		return o.RemoveFinalizer(api.FinalizerCascadeDeletion)
+		return o.RemoveFinalizer(f)
 	})
 }
 

@@ -259,7 +259,7 @@ func (i *Informer) Run(ctx context.Context) {
 		switch {
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, api.ErrGone):
+		case errors.Is(err, api.ErrExpired):
 			i.log.Info("watch resourceVersion compacted; listing again", "resourceVersion", rv)
 			rv = ""
 			continue

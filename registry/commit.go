@@ -18,10 +18,14 @@ import (
 // writes of this process to the same objects, and retries wait a jittered
 // backoff (see retry.go); when ctx ends meanwhile, it returns Timeout.
 //
+// With dry, the plans are confirmed and checked against the limits but
+// not written (commitAll), and the results are the objects as they would
+// be: a create without a resourceVersion, an update at its current one.
+//
 // It returns the results in item order; or the index of the item that
 // failed (-1 when the failure is the transaction's as a whole) and its
 // error, a store error or an *api.Status (see apiError).
-func (r *Registry) run(ctx context.Context, u identity.User, items []*txnItem) ([]TxnResult, int, error) {
+func (r *Registry) run(ctx context.Context, u identity.User, items []*txnItem, dry bool) ([]TxnResult, int, error) {
 	ctx, unlock, err := r.lockUnconditional(ctx, items)
 	if err != nil {
 		return nil, -1, err
@@ -46,8 +50,11 @@ func (r *Registry) run(ctx context.Context, u identity.User, items []*txnItem) (
 			plans[i] = p
 		}
 		if len(failed) == 0 {
-			rev, err := r.commitAll(ctx, plans)
+			rev, err := r.commitAll(ctx, plans, dry)
 			if err == nil {
+				if dry {
+					rev = 0
+				}
 				return results(plans, rev), -1, nil
 			}
 			if !errors.Is(err, store.ErrPrecondition) {
@@ -91,7 +98,7 @@ func (r *Registry) planItem(ctx context.Context, u identity.User, it *txnItem, a
 		}
 		switch {
 		case it.patch != nil:
-			if obj, err = applyPatch(cur.obj, it.patch); err != nil {
+			if obj, err = applyPatch(cur.obj, it.patch, it.patchType); err != nil {
 				return nil, err
 			}
 			if !conditional {
@@ -133,8 +140,9 @@ func pendingOf(r *Registry, items []*txnItem) pending {
 // It returns Invalid when they exceed the store's limits (checkTxnSize),
 // Forbidden when they would take a namespace over its limits (limits.go),
 // store.ErrNoSpace (checkSpace) when they do not fit in the store, and
-// store.ErrPrecondition when a condition failed.
-func (r *Registry) commitAll(ctx context.Context, plans []*plan) (int64, error) {
+// store.ErrPrecondition when a condition failed. With dry it makes the
+// same checks and commits the conditions alone, writing nothing.
+func (r *Registry) commitAll(ctx context.Context, plans []*plan, dry bool) (int64, error) {
 	if err := r.checkSpace(plans); err != nil {
 		return 0, err
 	}
@@ -143,7 +151,7 @@ func (r *Registry) commitAll(ctx context.Context, plans []*plan) (int64, error) 
 		if err := r.checkTxnSize(plans, len(conds), len(plans[0].ops)); err != nil {
 			return 0, err
 		}
-		return r.commitWithinLimits(ctx, plans, conds, plans[0].ops)
+		return r.commitWithinLimits(ctx, plans, conds, plans[0].ops, dry)
 	}
 	var conds []store.Cond
 	var ops []store.Op
@@ -166,7 +174,7 @@ func (r *Registry) commitAll(ctx context.Context, plans []*plan) (int64, error) 
 	if err := r.checkTxnSize(plans, len(conds), len(ops)); err != nil {
 		return 0, err
 	}
-	return r.commitWithinLimits(ctx, plans, conds, ops)
+	return r.commitWithinLimits(ctx, plans, conds, ops, dry)
 }
 
 // failing returns the plans whose own conditions fail now, each checked by
@@ -246,7 +254,8 @@ func rename(items []*txnItem, i int) {
 	}
 }
 
-// results are the objects plans leave once committed at revision rev.
+// results are the objects plans leave once committed at revision rev (0:
+// not committed, a dry run).
 func results(plans []*plan, rev int64) []TxnResult {
 	out := make([]TxnResult, len(plans))
 	for i, p := range plans {

@@ -21,22 +21,28 @@ const maxCreateAttempts = 8
 // store transaction (plus one read per owner reference); it reads nothing
 // else before writing.
 //
+// With opts DryRun it makes every check, reads what a create reads and
+// confirms with the store that the name is free and the guards hold, and
+// returns the object as it would be stored (without a resourceVersion),
+// writing nothing. At most one opts is used.
+//
 // Errors: Unauthorized (no caller in ctx), Forbidden (the caller may not
 // create it; the namespace or an owner is being deleted), BadRequest
 // (wrong apiVersion/kind, undecodable fields), Invalid (field errors, an
 // owner that does not exist with that uid), NotFound (the namespace does
 // not exist), AlreadyExists (the name is taken), ServiceUnavailable or
 // Timeout (the store).
-func (r *Registry) Create(ctx context.Context, in *api.Object) (*api.Object, error) {
+func (r *Registry) Create(ctx context.Context, in *api.Object, opts ...api.WriteOptions) (*api.Object, error) {
 	k, u, err := r.admit(ctx, in.Kind, authz.Attributes{Verb: authz.VerbCreate, Namespace: in.Namespace, Name: in.Name})
 	if err != nil {
 		return nil, err
 	}
+	o := writeOptions(opts)
 	it := r.newCreate(in)
 	if it.err != nil {
 		return nil, it.err
 	}
-	res, _, err := r.run(ctx, u, []*txnItem{it})
+	res, _, err := r.run(ctx, u, []*txnItem{it}, o.DryRun)
 	if err != nil {
 		return nil, apiError(err, k.Kind, it.obj.Name)
 	}

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"cairn.dev/cairn/api"
@@ -11,10 +12,17 @@ import (
 )
 
 // Delete marks an object for deletion: it sets deletionTimestamp and adds
-// the cascade-deletion finalizer, after which the garbage collector deletes
-// the object's dependents and then the object. It returns the marked object
-// with gone false. Deleting an object already marked changes nothing. It
-// blocks on one store read and one transaction (more when it retries).
+// the finalizer of opts.PropagationPolicy. With Foreground (the default)
+// that is cascade-deletion: the garbage collector deletes the object's
+// dependents and then the object. With Orphan it is the orphan finalizer:
+// the collector removes the dependents' references to the object, then
+// the object goes. With Background there is none: an object without
+// finalizers is removed at once (gone true) and the collector deletes its
+// dependents as orphans. It returns the marked object with gone false, or
+// the removed one with gone true. Deleting an object already marked
+// changes nothing. With opts.DryRun nothing is written: the result is the
+// object as the deletion would leave it. It blocks on one store read and
+// one transaction (more when it retries).
 //
 // With opts.Force every finalizer is dropped and the object is removed at
 // once (gone true); its dependents are then collected as orphans. The
@@ -26,6 +34,7 @@ import (
 //
 // Errors: Unauthorized, Forbidden (the caller may not; the default
 // namespace), NotFound, Conflict (a precondition does not match),
+// BadRequest (an unknown propagation policy; Orphan for a Namespace),
 // InsufficientStorage, ServiceUnavailable, Timeout.
 func (r *Registry) Delete(ctx context.Context, kind, ns, name string, opts api.DeleteOptions) (*api.Object, bool, error) {
 	k, u, err := r.admit(ctx, kind, authz.Attributes{Verb: authz.VerbDelete, Namespace: ns, Name: name, Force: opts.Force})
@@ -36,13 +45,13 @@ func (r *Registry) Delete(ctx context.Context, kind, ns, name string, opts api.D
 	if it.err != nil {
 		return nil, false, it.err
 	}
-	res, _, err := r.run(ctx, u, []*txnItem{it})
-	if errors.Is(err, store.ErrNoSpace) && !opts.Force {
+	res, _, err := r.run(ctx, u, []*txnItem{it}, opts.DryRun)
+	if errors.Is(err, store.ErrNoSpace) && !opts.Force && !opts.DryRun {
 		// The store is full and the deletion mark did not fit: remove the
 		// object at once if it has no finalizers (a pure deletion, which
 		// etcd accepts even then).
 		it.direct = true
-		res, _, err = r.run(ctx, u, []*txnItem{it})
+		res, _, err = r.run(ctx, u, []*txnItem{it}, false)
 	}
 	if err != nil {
 		return nil, false, apiError(err, k.Kind, name)
@@ -51,3 +60,25 @@ func (r *Registry) Delete(ctx context.Context, kind, ns, name string, opts api.D
 }
 
 func formatRV(rev int64) string { return strconv.FormatInt(rev, 10) }
+
+// checkPropagation refuses a propagation policy that is not one of
+// api's, and Orphan for a Namespace, whose objects cannot outlive it.
+func checkPropagation(k *Kind, policy string) error {
+	switch policy {
+	case "", api.PropagationForeground, api.PropagationBackground:
+		return nil
+	case api.PropagationOrphan:
+		if isNamespace(k) {
+			return badPropagation(policy, "the objects of a namespace cannot outlive it: use Foreground or Background")
+		}
+		return nil
+	}
+	return badPropagation(policy, "must be Foreground, Background or Orphan")
+}
+
+func badPropagation(policy, why string) error {
+	msg := fmt.Sprintf("propagationPolicy %q: %s", policy, why)
+	st := api.NewBadRequest("%s", msg)
+	st.Details = &api.StatusDetails{Causes: []api.StatusCause{{Field: "propagationPolicy", Type: "FieldValueNotSupported", Message: msg}}}
+	return st
+}

@@ -45,7 +45,7 @@ func apiError(err error, kind, name string) error {
 	case errors.Is(err, store.ErrPrecondition):
 		return api.NewConflict(kind, name, "the object has been modified; read it again and retry")
 	case errors.Is(err, store.ErrCompacted):
-		return api.NewGone("the requested resourceVersion (or continue token) has been compacted: list again from the start")
+		return api.NewExpired("the requested resourceVersion (or continue token) has been compacted: list again from the start")
 	case errors.Is(err, store.ErrFutureRevision):
 		return api.NewBadRequest("the requested resourceVersion (or continue token) is newer than the store: use one returned by the server")
 	case errors.Is(err, store.ErrUnavailable):

@@ -62,10 +62,14 @@ func defaultLimit(v, def int64) int64 {
 // the namespaces they grow stay within their limits (else Forbidden,
 // writing nothing), and counts what they wrote. Its errors are the store's
 // and that Forbidden.
-func (r *Registry) commitWithinLimits(ctx context.Context, plans []*plan, conds []store.Cond, ops []store.Op) (int64, error) {
+func (r *Registry) commitWithinLimits(ctx context.Context, plans []*plan, conds []store.Cond, ops []store.Op, dry bool) (int64, error) {
 	res, err := r.usage.Reserve(changesOf(plans))
 	if err != nil {
 		return 0, err
+	}
+	if dry {
+		defer res.Cancel()
+		return r.store.Txn(ctx, conds)
 	}
 	rev, err := r.store.Txn(ctx, conds, ops...)
 	if err != nil {

@@ -9,10 +9,9 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"k8s.io/apimachinery/pkg/labels"
-
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
+	"cairn.dev/cairn/registry/internal/watchcache"
 	"cairn.dev/cairn/store"
 )
 
@@ -36,14 +35,6 @@ const (
 type continueToken struct {
 	Rev  int64  `json:"rev"`
 	From string `json:"from"`
-}
-
-func parseSelector(s string) (labels.Selector, error) {
-	sel, err := labels.Parse(s)
-	if err != nil {
-		return nil, api.NewBadRequest("labelSelector %q is not valid: %v", s, err)
-	}
-	return sel, nil
 }
 
 // List returns the objects of a kind in namespace ns (every namespace when
@@ -89,12 +80,16 @@ func (r *Registry) openList(ctx context.Context, k *Kind, ns string, opts api.Li
 	if opts.Limit < 0 {
 		return nil, api.NewBadRequest("limit must not be negative, got %d", opts.Limit)
 	}
-	sel, err := parseSelector(opts.LabelSelector)
+	sel, err := selection(opts)
 	if err != nil {
 		return nil, err
 	}
-	prefix := r.key(k, ns, "")
-	pos := continueToken{From: prefix}
+	at, err := listRevision(opts)
+	if err != nil {
+		return nil, err
+	}
+	prefix := r.key(k, narrow(k, ns, sel), "")
+	pos := continueToken{From: prefix, Rev: at}
 	if opts.Continue != "" {
 		if pos, err = decodeContinue(opts.Continue, prefix); err != nil {
 			return nil, err
@@ -107,7 +102,41 @@ func (r *Registry) openList(ctx context.Context, k *Kind, ns string, opts api.Li
 	if err := lr.fetch(ctx); err != nil {
 		return nil, err
 	}
+	if rv, _ := parseRV(opts.ResourceVersion); rv > lr.pos.Rev {
+		return nil, api.NewStatus(api.ReasonTimeout, "resourceVersion %d is newer than the store (at %d): list again with a resourceVersion the server returned", rv, lr.pos.Rev)
+	}
 	return lr, nil
+}
+
+// listRevision is the store revision a list with opts is read at: the
+// resourceVersion with ResourceVersionMatch Exact, else 0 (the latest,
+// which is never older than a NotOlderThan version: openList checks).
+// Errors: BadRequest for an unknown match, a match without a version, a
+// version that is not one, or a match with a continue token (whose
+// revision decides).
+func listRevision(opts api.ListOptions) (int64, error) {
+	rv, err := parseRV(opts.ResourceVersion)
+	if err != nil {
+		return 0, err
+	}
+	switch opts.ResourceVersionMatch {
+	case "":
+		return 0, nil
+	case "NotOlderThan", "Exact":
+	default:
+		return 0, api.NewBadRequest("resourceVersionMatch must be NotOlderThan or Exact, not %q", opts.ResourceVersionMatch)
+	}
+	switch {
+	case opts.ResourceVersion == "":
+		return 0, api.NewBadRequest("resourceVersionMatch needs a resourceVersion")
+	case opts.Continue != "":
+		return 0, api.NewBadRequest("resourceVersionMatch cannot be used with a continue token: the token names its version")
+	case opts.ResourceVersionMatch == "Exact" && rv == 0:
+		return 0, api.NewBadRequest("resourceVersionMatch Exact needs a resourceVersion other than 0")
+	case opts.ResourceVersionMatch == "Exact":
+		return rv, nil
+	}
+	return 0, nil
 }
 
 // list is List without authorization.
@@ -127,7 +156,7 @@ func (r *Registry) list(ctx context.Context, k *Kind, ns string, opts api.ListOp
 type ListReader struct {
 	r      *Registry
 	k      *Kind
-	sel    labels.Selector
+	sel    watchcache.Selection
 	prefix string
 	limit  int64
 	pos    continueToken // the revision of every page; From: the next key to read
@@ -194,7 +223,7 @@ func (l *ListReader) Next(ctx context.Context) (*api.Object, error) {
 			return nil, l.err
 		}
 		l.pos.From = kv.Key + "\x00"
-		if l.sel.Empty() || l.sel.Matches(labels.Set(obj.Labels)) {
+		if l.sel.Matches(obj) {
 			l.count++
 			return obj, nil
 		}

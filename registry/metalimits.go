@@ -218,6 +218,12 @@ func (r *Registry) ownerDuplicatesOf(old *api.ObjectMeta) *ownerDuplicates {
 // and adding the server-managed cascade-deletion finalizer to a live one.
 // A list over its limit is left to validateFinalizers, which reports it
 // once.
+// serverFinalizer reports whether f is one of the finalizers only DELETE
+// sets (by its propagation policy).
+func serverFinalizer(f string) bool {
+	return f == api.FinalizerCascadeDeletion || f == api.FinalizerOrphan
+}
+
 func validateFinalizerChange(old, obj *api.Object) field.ErrorList {
 	if len(obj.Finalizers) == 0 || len(obj.Finalizers) > limitFor(api.MaxFinalizers, len(old.Finalizers)) {
 		return nil
@@ -235,7 +241,7 @@ func validateFinalizerChange(old, obj *api.Object) field.ErrorList {
 		switch {
 		case old.Deleting():
 			errs = append(errs, field.Forbidden(p, "cannot add finalizer "+f+": the object is being deleted"))
-		case f == api.FinalizerCascadeDeletion:
+		case serverFinalizer(f):
 			errs = append(errs, field.Forbidden(p, f+" is managed by the server"))
 		}
 	}

@@ -74,7 +74,7 @@ func (r *Registry) conds(p *plan) []store.Cond {
 
 // result is the object p leaves once committed at revision rev.
 func (p *plan) result(rev int64) *api.Object {
-	if p.write {
+	if p.write && rev > 0 {
 		p.out.ResourceVersion = formatRV(rev)
 	}
 	return p.out
@@ -90,9 +90,10 @@ func (r *Registry) planCreate(ctx context.Context, adm *Admission, k *Kind, obj 
 	obj.DeletionTimestamp = nil
 	obj.SetField(api.FieldStatus, nil)
 	errs := r.validateMeta(k, obj, nil)
-	if obj.HasFinalizer(api.FinalizerCascadeDeletion) {
-		errs = append(errs, field.Forbidden(metaPath.Child("finalizers"),
-			api.FinalizerCascadeDeletion+" is managed by the server"))
+	for _, f := range obj.Finalizers {
+		if serverFinalizer(f) {
+			errs = append(errs, field.Forbidden(metaPath.Child("finalizers"), f+" is managed by the server"))
+		}
 	}
 	out, kindErrs, err := k.prepare(ctx, adm, obj, nil)
 	if err != nil {
@@ -189,9 +190,11 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 // removal; for an object already marked, nothing (the plan confirms cur);
 // with direct (the store is full: a mark does not fit) the removal of an
 // object without finalizers, InsufficientStorage for one with finalizers;
-// else the deletion mark (deletionTimestamp and the cascade-deletion
-// finalizer). It returns Conflict when a precondition of opts does not
-// match cur.
+// else the deletion mark (deletionTimestamp, and the finalizer of the
+// propagation policy: cascade-deletion for Foreground, orphan for Orphan,
+// none for Background, whose object without finalizers is removed at
+// once). It returns Conflict when a precondition of opts does not match
+// cur.
 func (r *Registry) planDelete(ctx context.Context, adm *Admission, k *Kind, cur *stored, opts api.DeleteOptions, direct bool) (*plan, error) {
 	name := cur.obj.Name
 	if p := opts.Preconditions; p.UID != "" && p.UID != cur.obj.UID {
@@ -211,7 +214,7 @@ func (r *Registry) planDelete(ctx context.Context, adm *Admission, k *Kind, cur 
 		return p, nil
 	case direct && len(cur.obj.Finalizers) > 0:
 		return nil, r.markDoesNotFit(k, cur.obj)
-	case direct:
+	case direct, opts.PropagationPolicy == api.PropagationBackground && len(cur.obj.Finalizers) == 0:
 		// A pure deletion, which etcd accepts on a full store; the
 		// collector then finds the object's dependents orphaned.
 		p.ops, p.out, p.write, p.gone = append(removeOps(k, cur.obj), store.Del(key)), cur.obj.DeepCopy(), true, true
@@ -220,7 +223,13 @@ func (r *Registry) planDelete(ctx context.Context, adm *Admission, k *Kind, cur 
 	obj := cur.obj.DeepCopy()
 	now := r.opts.Now().UTC()
 	obj.DeletionTimestamp = &now
-	obj.AddFinalizer(api.FinalizerCascadeDeletion)
+	switch opts.PropagationPolicy {
+	case api.PropagationOrphan:
+		obj.AddFinalizer(api.FinalizerOrphan)
+	case api.PropagationBackground:
+	default:
+		obj.AddFinalizer(api.FinalizerCascadeDeletion)
+	}
 	out, errs, err := k.prepare(ctx, adm, obj, cur.obj)
 	if err != nil {
 		return nil, err

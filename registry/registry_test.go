@@ -337,7 +337,7 @@ func TestWatch_ReplaysFromResourceVersionAndGoneAfterCompaction(t *testing.T) {
 	if err := s.Compact(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Watch(ctx, "Secret", "default", api.ListOptions{ResourceVersion: a.ResourceVersion}); !errors.Is(err, api.ErrGone) {
+	if _, err := r.Watch(ctx, "Secret", "default", api.ListOptions{ResourceVersion: a.ResourceVersion}); !errors.Is(err, api.ErrExpired) {
 		t.Fatalf("watch from compacted version: %v", err)
 	}
 }

@@ -139,7 +139,7 @@ func (t *Txn) Commit(ctx context.Context) ([]TxnResult, error) {
 		}
 		keys[key] = i
 	}
-	res, i, err := t.r.run(ctx, u, t.items)
+	res, i, err := t.r.run(ctx, u, t.items, false)
 	if err != nil {
 		if i < 0 {
 			return nil, apiError(err, "", "")
@@ -165,7 +165,8 @@ type txnItem struct {
 	// patch, for a Patch, is the JSON merge patch applied to the object
 	// read at each attempt; obj then holds only its kind, namespace, name
 	// and the resourceVersion the patch sets (its precondition).
-	patch []byte
+	patch     []byte
+	patchType api.PatchType
 	// conds and ops are Also's.
 	conds []store.Cond
 	ops   []store.Op
@@ -214,6 +215,9 @@ func (r *Registry) newWrite(in *api.Object, op Operation) *txnItem {
 func (r *Registry) newDelete(kind, ns, name string, opts api.DeleteOptions) *txnItem {
 	it := &txnItem{op: OpDelete, delNS: ns, delName: name, opts: opts}
 	if it.k, it.err = r.Lookup(kind); it.err != nil {
+		return it
+	}
+	if it.err = checkPropagation(it.k, opts.PropagationPolicy); it.err != nil {
 		return it
 	}
 	if !it.k.Namespaced {

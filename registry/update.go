@@ -48,18 +48,22 @@ func (r *Registry) Get(ctx context.Context, kind, ns, name string) (*api.Object,
 // an unknown owner, a write too large for one store transaction),
 // BadRequest, ServiceUnavailable, Timeout (also when ctx ends while the
 // write waits for its turn or a retry: nothing was written).
-func (r *Registry) Update(ctx context.Context, in *api.Object) (*api.Object, error) {
-	return r.write(ctx, in, OpUpdate)
+//
+// With opts DryRun it makes every check and returns the object as it
+// would be stored (at its current resourceVersion), writing nothing. At
+// most one opts is used.
+func (r *Registry) Update(ctx context.Context, in *api.Object, opts ...api.WriteOptions) (*api.Object, error) {
+	return r.write(ctx, in, OpUpdate, writeOptions(opts))
 }
 
 // UpdateStatus replaces an object's status and nothing else. With
 // metadata.resourceVersion set it is a compare-and-swap like Update.
 // Errors: as Update.
-func (r *Registry) UpdateStatus(ctx context.Context, in *api.Object) (*api.Object, error) {
-	return r.write(ctx, in, OpUpdateStatus)
+func (r *Registry) UpdateStatus(ctx context.Context, in *api.Object, opts ...api.WriteOptions) (*api.Object, error) {
+	return r.write(ctx, in, OpUpdateStatus, writeOptions(opts))
 }
 
-func (r *Registry) write(ctx context.Context, in *api.Object, op Operation) (*api.Object, error) {
+func (r *Registry) write(ctx context.Context, in *api.Object, op Operation, o api.WriteOptions) (*api.Object, error) {
 	a := authz.Attributes{Verb: authz.VerbUpdate, Namespace: in.Namespace, Name: in.Name}
 	if op == OpUpdateStatus {
 		a.Subresource = "status"
@@ -72,21 +76,26 @@ func (r *Registry) write(ctx context.Context, in *api.Object, op Operation) (*ap
 	if it.err != nil {
 		return nil, it.err
 	}
-	res, _, err := r.run(ctx, u, []*txnItem{it})
+	res, _, err := r.run(ctx, u, []*txnItem{it}, o.DryRun)
 	if err != nil {
 		return nil, apiError(err, k.Kind, in.Name)
 	}
 	return res[0].Object, nil
 }
 
-// Patch applies a JSON merge patch (RFC 7386) to the object, or with status
-// to its status subresource. A patch that sets metadata.resourceVersion is
-// conditional on it (Conflict when the object is at another version);
-// otherwise it applies to the latest version, as an Update without a
-// resourceVersion: it is merged into the object as read at each attempt
-// and retried until it commits (see retry.go).
-// Errors: as Update, plus BadRequest for a malformed patch.
-func (r *Registry) Patch(ctx context.Context, kind, ns, name string, patch []byte, status bool) (*api.Object, error) {
+// Patch applies a patch to the object, or with status to its status
+// subresource: by opts' PatchType a JSON merge patch (RFC 7386, the
+// default) or a JSON patch (RFC 6902). A merge patch that sets
+// metadata.resourceVersion is conditional on it (Conflict when the object
+// is at another version); otherwise a patch applies to the latest version,
+// as an Update without a resourceVersion: it is applied to the object as
+// read at each attempt and retried until it commits (see retry.go). A JSON
+// patch that does not apply (a failed test operation, a missing path) is
+// a BadRequest. With opts DryRun nothing is written (as Update).
+// Errors: as Update, plus BadRequest for a malformed patch or one that
+// does not apply, UnsupportedMediaType for another patch type.
+func (r *Registry) Patch(ctx context.Context, kind, ns, name string, patch []byte, status bool, opts ...api.WriteOptions) (*api.Object, error) {
+	o := writeOptions(opts)
 	a := authz.Attributes{Verb: authz.VerbPatch, Namespace: ns, Name: name}
 	op := OpUpdate
 	if status {
@@ -96,18 +105,31 @@ func (r *Registry) Patch(ctx context.Context, kind, ns, name string, patch []byt
 	if err != nil {
 		return nil, err
 	}
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(patch, &probe); err != nil || probe == nil {
-		return nil, api.NewBadRequest("the patch is not a JSON object: %s", describeDecodeError(errOrNull(err)))
+	rv := ""
+	switch o.PatchType {
+	case "", api.MergePatch:
+		o.PatchType = api.MergePatch
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(patch, &probe); err != nil || probe == nil {
+			return nil, api.NewBadRequest("the patch is not a JSON object: %s", describeDecodeError(errOrNull(err)))
+		}
+		if err := checkPatchFields(k, probe); err != nil {
+			return nil, err
+		}
+		rv = patchPrecondition(probe)
+	case api.JSONPatch:
+		if _, err := jsonpatch.DecodePatch(patch); err != nil {
+			return nil, api.NewBadRequest("the JSON patch does not decode: %v", err)
+		}
+	default:
+		return nil, api.NewStatus(api.ReasonUnsupportedMedia, "patch type %q is not served", o.PatchType)
 	}
-	if err := checkPatchFields(k, probe); err != nil {
-		return nil, err
-	}
-	it := newPatch(k, ns, name, patch, patchPrecondition(probe), op)
+	it := newPatch(k, ns, name, patch, rv, op)
 	if it.err != nil {
 		return nil, it.err
 	}
-	res, _, err := r.run(ctx, u, []*txnItem{it})
+	it.patchType = o.PatchType
+	res, _, err := r.run(ctx, u, []*txnItem{it}, o.DryRun)
 	if err != nil {
 		return nil, apiError(err, k.Kind, name)
 	}
@@ -141,14 +163,22 @@ func patchPrecondition(probe map[string]json.RawMessage) string {
 	return rv
 }
 
-// applyPatch merges patch into cur, the object as stored.
-func applyPatch(cur *api.Object, patch []byte) (*api.Object, error) {
+// applyPatch applies patch, of type pt, to cur, the object as stored.
+func applyPatch(cur *api.Object, patch []byte, pt api.PatchType) (*api.Object, error) {
 	raw, err := json.Marshal(cur)
 	if err != nil {
 		return nil, err
 	}
-	merged, err := jsonpatch.MergePatch(raw, patch)
-	if err != nil {
+	var merged []byte
+	if pt == api.JSONPatch {
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, api.NewBadRequest("the JSON patch does not decode: %v", err)
+		}
+		if merged, err = p.Apply(raw); err != nil {
+			return nil, api.NewBadRequest("cannot apply the JSON patch: %v", err)
+		}
+	} else if merged, err = jsonpatch.MergePatch(raw, patch); err != nil {
 		return nil, api.NewBadRequest("cannot apply the merge patch: %v", err)
 	}
 	next := &api.Object{}
@@ -156,6 +186,15 @@ func applyPatch(cur *api.Object, patch []byte) (*api.Object, error) {
 		return nil, api.NewBadRequest("the patched object does not decode: %s", describeDecodeError(err))
 	}
 	return next, nil
+}
+
+// writeOptions is the options of a verb's variadic opts: the first, or
+// the zero value.
+func writeOptions(opts []api.WriteOptions) api.WriteOptions {
+	if len(opts) == 0 {
+		return api.WriteOptions{}
+	}
+	return opts[0]
 }
 
 func errOrNull(err error) error {

@@ -39,7 +39,7 @@ func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOpti
 	if err != nil {
 		return nil, err
 	}
-	sel, err := parseSelector(opts.LabelSelector)
+	sel, err := selection(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -49,6 +49,19 @@ func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOpti
 	}
 	if !k.Namespaced {
 		ns = ""
+	}
+	ns = narrow(k, ns, sel)
+	// Whether the watch starts with the current objects: by default, when
+	// it starts from no version; SendInitialEvents decides otherwise.
+	initialList := rv == 0
+	if s := opts.SendInitialEvents; s != nil {
+		initialList = *s
+	}
+	if rv == 0 && !initialList {
+		// From now on, without the objects: the latest revision.
+		if rv, err = r.store.Revision(ctx); err != nil {
+			return nil, apiError(err, k.Kind, "")
+		}
 	}
 	if rv > 0 {
 		if err := r.checkRevision(ctx, k, ns, rv); err != nil {
@@ -62,18 +75,20 @@ func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOpti
 	if err != nil {
 		return nil, apiError(err, k.Kind, "")
 	}
-	var initial watchcache.Initial
-	if rv == 0 {
+	req := watchcache.Request{NS: ns, Sel: sel, RV: rv}
+	if initialList {
 		// The watch was authorized above; its first list needs no list
 		// permission of its own. The list is read page by page as the
-		// watcher sends it, never whole.
-		lr, err := r.openList(ctx, k, ns, api.ListOptions{LabelSelector: opts.LabelSelector})
+		// watcher sends it, never whole, at the latest revision (never
+		// older than rv).
+		lr, err := r.openList(ctx, k, ns, api.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector})
 		if err != nil {
 			return nil, apiError(err, k.Kind, "")
 		}
-		initial, rv = lr, lr.pos.Rev
+		req.Initial, req.RV = lr, lr.pos.Rev
+		req.EndInitial = opts.SendInitialEvents != nil
 	}
-	return c.Watch(ctx, ns, sel, rv, initial), nil
+	return c.Watch(ctx, req), nil
 }
 
 // Close stops the registry's shared watch caches and waits for their
@@ -113,7 +128,7 @@ func (r *Registry) checkRevision(ctx context.Context, k *Kind, ns string, rv int
 	case err == nil:
 		return nil
 	case errors.Is(err, store.ErrCompacted):
-		return api.NewGone("resourceVersion %d is too old (compacted): list again and watch from the list's resourceVersion", rv)
+		return api.NewExpired("resourceVersion %d is too old (compacted): list again and watch from the list's resourceVersion", rv)
 	case errors.Is(err, store.ErrFutureRevision):
 		return api.NewBadRequest("resourceVersion %d is newer than the store: use a resourceVersion returned by the server", rv)
 	}

@@ -275,7 +275,7 @@ func TestWatchCache_CompactedVersionIsGoneInsideAndOutsideTheWindow(t *testing.T
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, rv string }{{"outside the window", old}, {"inside the window", inside}} {
-		if _, err := r.Watch(ctx, "Secret", "default", api.ListOptions{ResourceVersion: tc.rv}); !errors.Is(err, api.ErrGone) {
+		if _, err := r.Watch(ctx, "Secret", "default", api.ListOptions{ResourceVersion: tc.rv}); !errors.Is(err, api.ErrExpired) {
 			t.Errorf("%s: watch from compacted version %s: %v, want Gone", tc.name, tc.rv, err)
 		}
 	}

@@ -1,14 +1,11 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
-	"maps"
-	"reflect"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	yamlv2 "go.yaml.in/yaml/v2"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -216,45 +213,37 @@ func yamlDuplicates(body []byte) []string {
 	return out
 }
 
-// decodePatch checks a JSON merge patch: its text, that it is a JSON
-// object, and its metadata's field names and types. The registry checks
-// its other field names against the kind.
-func decodePatch(body []byte) error {
+// decodePatch checks a patch of type pt and returns it as JSON: a merge
+// patch's text, that it is a JSON object, and its metadata's field names
+// and types (the registry checks its other field names against the
+// kind); a JSON patch's text and operations; an apply patch (YAML or
+// JSON) as an object whose metadata decodes strictly.
+func decodePatch(body []byte, pt api.PatchType) ([]byte, error) {
+	switch pt {
+	case api.JSONPatch:
+		if err := checkJSONText(body); err != nil {
+			return nil, err
+		}
+		if _, err := jsonpatch.DecodePatch(body); err != nil {
+			return nil, api.NewBadRequest("the JSON patch does not decode: %s", redact(err.Error()))
+		}
+		return body, nil
+	case api.ApplyPatch:
+		j, err := yamlToJSON(body)
+		if err != nil {
+			return nil, err
+		}
+		body = j
+	}
 	if err := checkJSONText(body); err != nil {
-		return err
+		return nil, err
 	}
 	top, err := decodeTop(body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if md, ok := top["metadata"]; ok {
-		return checkMetadata(md)
+		return body, checkMetadata(md)
 	}
-	return nil
-}
-
-// checkDeleteNames refuses delete options whose field names are unknown
-// (matched case-sensitively, as everywhere).
-func checkDeleteNames(body []byte) error {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil // the decoding reports it
-	}
-	known := api.FieldNames(reflect.TypeFor[deleteBody]())
-	for _, k := range slices.Sorted(maps.Keys(top)) {
-		if !slices.Contains(known, k) {
-			return api.NewUnknownField(k, k, known, "the delete options")
-		}
-	}
-	var pre map[string]json.RawMessage
-	if err := json.Unmarshal(top["preconditions"], &pre); err != nil {
-		return nil
-	}
-	known = api.FieldNames(reflect.TypeFor[api.Preconditions]())
-	for _, k := range slices.Sorted(maps.Keys(pre)) {
-		if !slices.Contains(known, k) {
-			return api.NewUnknownField("preconditions."+k, k, known, "preconditions")
-		}
-	}
-	return nil
+	return body, nil
 }

@@ -25,40 +25,57 @@ type media int
 const (
 	mediaJSON media = iota
 	mediaYAML
-	mediaMergePatch
 )
 
-// requestMedia reads the Content-Type of a body: JSON (also when absent)
-// or YAML for objects; a JSON merge patch (application/merge-patch+json or
-// application/json) for PATCH. Anything else is UnsupportedMediaType.
-func requestMedia(r *http.Request, patch bool) (media, error) {
+// contentType is the media type of r's Content-Type, without parameters.
+func contentType(r *http.Request) string {
 	ct := r.Header.Get("Content-Type")
-	mt := ""
-	if ct != "" {
-		var err error
-		if mt, _, err = mime.ParseMediaType(ct); err != nil {
-			mt = ct
-		}
+	if ct == "" {
+		return ""
 	}
-	if patch {
-		switch mt {
-		case "application/merge-patch+json", "application/json":
-			return mediaMergePatch, nil
-		case "":
-			return 0, api.NewStatus(api.ReasonUnsupportedMedia,
-				"PATCH needs a Content-Type: application/merge-patch+json (a JSON merge patch) or application/json")
-		}
-		return 0, api.NewStatus(api.ReasonUnsupportedMedia,
-			"unsupported patch Content-Type %q: PATCH takes a JSON merge patch as application/merge-patch+json (or application/json)", short(ct))
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return ct
 	}
-	switch mt {
+	return mt
+}
+
+// requestMedia reads the Content-Type of an object body: JSON (also when
+// absent) or YAML. Anything else is UnsupportedMediaType.
+func requestMedia(r *http.Request) (media, error) {
+	switch ct := contentType(r); ct {
 	case "", "application/json":
 		return mediaJSON, nil
 	case "application/yaml", "application/x-yaml", "text/yaml":
 		return mediaYAML, nil
+	default:
+		return 0, api.NewStatus(api.ReasonUnsupportedMedia,
+			"unsupported Content-Type %q: send application/json or application/yaml", short(ct))
 	}
-	return 0, api.NewStatus(api.ReasonUnsupportedMedia,
-		"unsupported Content-Type %q: send application/json or application/yaml", short(ct))
+}
+
+// patchMedia reads the Content-Type of a PATCH: a JSON merge patch
+// (application/merge-patch+json, or application/json), a JSON patch
+// (application/json-patch+json) or a server-side apply
+// (application/apply-patch+yaml, YAML or JSON). Strategic merge patches
+// belong to Kubernetes' built-in kinds and are UnsupportedMediaType, as for
+// its custom resources.
+func patchMedia(r *http.Request) (api.PatchType, error) {
+	switch ct := contentType(r); ct {
+	case string(api.MergePatch), "application/json":
+		return api.MergePatch, nil
+	case string(api.JSONPatch):
+		return api.JSONPatch, nil
+	case string(api.ApplyPatch), "application/apply-patch+json":
+		return api.ApplyPatch, nil
+	case "":
+		return "", api.NewStatus(api.ReasonUnsupportedMedia,
+			"PATCH needs a Content-Type: %s, %s or %s", api.MergePatch, api.JSONPatch, api.ApplyPatch)
+	default:
+		return "", api.NewStatus(api.ReasonUnsupportedMedia,
+			"unsupported patch Content-Type %q: PATCH takes %s (a JSON merge patch), %s (a JSON patch) or %s (server-side apply); "+
+				"strategic merge patches are not served", short(ct), api.MergePatch, api.JSONPatch, api.ApplyPatch)
+	}
 }
 
 // readBody reads the request body, at most MaxBodyBytes (413 beyond),
@@ -297,33 +314,4 @@ func checkObject(o *api.Object, rt *route) error {
 		}
 	}
 	return nil
-}
-
-// deleteBody is the optional JSON body of a DELETE.
-type deleteBody struct {
-	APIVersion    string             `json:"apiVersion,omitempty"`
-	Kind          string             `json:"kind,omitempty"`
-	Preconditions *api.Preconditions `json:"preconditions,omitempty"`
-}
-
-func decodeDeleteBody(body []byte) (*deleteBody, error) {
-	var d deleteBody
-	if len(bytes.TrimSpace(body)) == 0 {
-		return &d, nil
-	}
-	if err := checkJSONText(body); err != nil {
-		return nil, err
-	}
-	if err := checkDeleteNames(body); err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d); err != nil {
-		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return nil, badField(strings.Trim(name, `"`), "unknown field of the delete options")
-		}
-		return nil, api.NewBadRequest("delete options: %s", describeJSONError(body, err))
-	}
-	return &d, nil
 }

@@ -1,12 +1,11 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
-
-	"k8s.io/apimachinery/pkg/labels"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/registry"
@@ -38,6 +37,23 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request) {
 	if rerr != nil {
 		s.writeError(w, r, rerr)
 		return
+	}
+	if rt.target != targetAction && rt.target != targetDiscovery {
+		q := r.URL.Query()
+		err := checkParams(q, paramsFor(rt, r.Method)...)
+		var timeout time.Duration
+		if err == nil {
+			timeout, err = requestTimeout(q)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if timeout > 0 && !watch {
+			ctx, cancel := context.WithTimeout(r.Context(), timeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 	}
 	switch rt.target {
 	case targetDiscovery:
@@ -75,17 +91,27 @@ func (s *Server) serveCollection(w *statusWriter, r *http.Request, rt *route) {
 			return
 		}
 		if watch {
-			s.serveWatch(w, r, rt, opts)
+			wp, err := readWatchParams(q, opts)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			s.serveWatch(w, r, rt, opts, wp)
 			return
 		}
 		s.serveList(w, r, rt, opts)
 	case http.MethodPost:
+		o, err := writeOptions(r.URL.Query())
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		obj, err := s.readObject(w, r, rt)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		out, err := s.reg.Create(ctx, obj)
+		out, err := s.reg.Create(ctx, obj, o)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -107,23 +133,35 @@ func (s *Server) serveObject(w *statusWriter, r *http.Request, rt *route) {
 		out, err = s.reg.Get(ctx, rt.kind.Kind, rt.ns, rt.name)
 	case http.MethodPut:
 		var obj *api.Object
+		var o api.WriteOptions
+		if o, err = writeOptions(r.URL.Query()); err != nil {
+			break
+		}
 		if obj, err = s.readObject(w, r, rt); err != nil {
 			break
 		}
 		if status {
-			out, err = s.reg.UpdateStatus(ctx, obj)
+			out, err = s.reg.UpdateStatus(ctx, obj, o)
 		} else {
-			out, err = s.reg.Update(ctx, obj)
+			out, err = s.reg.Update(ctx, obj, o)
 		}
 	case http.MethodPatch:
 		var patch []byte
-		if patch, err = s.readPatch(w, r); err != nil {
+		var o api.WriteOptions
+		if o, err = writeOptions(r.URL.Query()); err != nil {
 			break
 		}
-		out, err = s.reg.Patch(ctx, rt.kind.Kind, rt.ns, rt.name, patch, status)
+		if patch, o.PatchType, err = s.readPatch(w, r); err != nil {
+			break
+		}
+		out, err = s.reg.Patch(ctx, rt.kind.Kind, rt.ns, rt.name, patch, status, o)
 	case http.MethodDelete:
 		var opts api.DeleteOptions
-		if opts, err = s.deleteOptions(w, r); err != nil {
+		var body []byte
+		if body, err = s.readBody(w, r); err != nil {
+			break
+		}
+		if opts, err = deleteOptionsOf(r.URL.Query(), body); err != nil {
 			break
 		}
 		var gone bool
@@ -141,7 +179,7 @@ func (s *Server) serveObject(w *statusWriter, r *http.Request, rt *route) {
 
 // readObject reads and decodes an object body and checks it against rt.
 func (s *Server) readObject(w http.ResponseWriter, r *http.Request, rt *route) (*api.Object, error) {
-	m, err := requestMedia(r, false)
+	m, err := requestMedia(r)
 	if err != nil {
 		return nil, err
 	}
@@ -159,82 +197,21 @@ func (s *Server) readObject(w http.ResponseWriter, r *http.Request, rt *route) (
 	return obj, nil
 }
 
-// readPatch reads a JSON merge patch and checks it (decodePatch).
-func (s *Server) readPatch(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if _, err := requestMedia(r, true); err != nil {
-		return nil, err
+// readPatch reads a patch and its type (patchMedia) and checks it
+// (decodePatch).
+func (s *Server) readPatch(w http.ResponseWriter, r *http.Request) ([]byte, api.PatchType, error) {
+	pt, err := patchMedia(r)
+	if err != nil {
+		return nil, "", err
 	}
 	body, err := s.readBody(w, r)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if err := decodePatch(body); err != nil {
-		return nil, err
+	if body, err = decodePatch(body, pt); err != nil {
+		return nil, "", err
 	}
-	return body, nil
-}
-
-// deleteOptions reads force and preconditions from the query or a JSON
-// body. (The registry's Authorizer allows only admins to force.)
-func (s *Server) deleteOptions(w http.ResponseWriter, r *http.Request) (api.DeleteOptions, error) {
-	q := r.URL.Query()
-	var opts api.DeleteOptions
-	force, err := boolParam(q, "force")
-	if err != nil {
-		return opts, err
-	}
-	opts.Force = force
-	opts.Preconditions = api.Preconditions{UID: q.Get("uid"), ResourceVersion: q.Get("resourceVersion")}
-	body, err := s.readBody(w, r)
-	if err != nil {
-		return opts, err
-	}
-	d, err := decodeDeleteBody(body)
-	if err != nil {
-		return opts, err
-	}
-	if p := d.Preconditions; p != nil {
-		if err := mergePrecondition(&opts.Preconditions.UID, p.UID, "uid"); err != nil {
-			return opts, err
-		}
-		if err := mergePrecondition(&opts.Preconditions.ResourceVersion, p.ResourceVersion, "resourceVersion"); err != nil {
-			return opts, err
-		}
-	}
-	return opts, nil
-}
-
-func mergePrecondition(dst *string, body, name string) error {
-	switch {
-	case body == "":
-	case *dst == "":
-		*dst = body
-	case *dst != body:
-		return badField("preconditions."+name, "the body and the query parameter %s disagree", name)
-	}
-	return nil
-}
-
-// listOptions reads labelSelector, limit, continue and resourceVersion.
-func listOptions(q url.Values) (api.ListOptions, error) {
-	opts := api.ListOptions{
-		LabelSelector:   q.Get("labelSelector"),
-		Continue:        q.Get("continue"),
-		ResourceVersion: q.Get("resourceVersion"),
-	}
-	if opts.LabelSelector != "" {
-		if _, err := labels.Parse(opts.LabelSelector); err != nil {
-			return opts, badField("labelSelector", "invalid selector: %v", err)
-		}
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return opts, badField("limit", "must be a non-negative integer, not %q", short(v))
-		}
-		opts.Limit = n
-	}
-	return opts, nil
+	return body, pt, nil
 }
 
 // boolParam reads an optional boolean query parameter.

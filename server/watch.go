@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"time"
 
 	"cairn.dev/cairn/api"
 )
@@ -86,13 +87,22 @@ func finishStream(e *stream) {
 // watch events, one flush per event. The registry refuses a compacted
 // resourceVersion before the stream starts (410); a compaction that
 // overtakes the stream later ends it with an ERROR event carrying the Status.
-func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts api.ListOptions) {
+// BOOKMARK events are sent only when the client allows them (the one that
+// ends the initial events of sendInitialEvents always is); with a timeout
+// the stream ends cleanly after it, and the client watches again.
+func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts api.ListOptions, wp watchParams) {
 	e, err := s.openStream(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	defer s.closeStream(e)
+	var expired <-chan time.Time
+	if wp.timeout > 0 {
+		t := time.NewTimer(wp.timeout)
+		defer t.Stop()
+		expired = t.C
+	}
 	gauge := s.metrics.watches.WithLabelValues(rt.resourceLabel())
 	gauge.Inc()
 	defer gauge.Dec()
@@ -130,6 +140,12 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 				open = false
 				break
 			}
+			if ev.Type == api.Bookmark && !wp.bookmarks && ev.Object.Annotations[api.InitialEventsEndAnnotation] == "" {
+				if len(events) == 0 {
+					w.Flush() // the burst it ended
+				}
+				continue
+			}
 			if line, err = appendWatchEvent(line[:0], ev); err != nil {
 				s.log.Error("encode watch event", "path", r.URL.Path, "err", err)
 				open = false
@@ -151,6 +167,10 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 			}
 		case <-e.ctx.Done():
 			open = false
+		case <-expired:
+			wt.Stop()
+			w.Flush()
+			return // timeoutSeconds: a clean end
 		}
 	}
 	wt.Stop()

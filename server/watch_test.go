@@ -180,7 +180,7 @@ func TestWatch_CompactedResourceVersionIsGoneBeforeStreaming(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.do("GET", coll+"?watch=true&resourceVersion="+old, nil).expect(t, http.StatusGone)
-	if st := r.status(t); st.Reason != api.ReasonGone {
+	if st := r.status(t); st.Reason != api.ReasonExpired {
 		t.Fatalf("reason %s", st.Reason)
 	}
 	// An expired continue token is Gone too.
@@ -196,7 +196,7 @@ func TestWatch_LabelSelectorFiltersAndBookmarksArrive(t *testing.T) {
 	s := servertest.Start(t, servertest.WithBookmarkInterval(50*time.Millisecond))
 	c := newClient(t, s)
 	coll := nsPath("default", "secrets")
-	w := openWatch(t, s, coll+"?watch=true&labelSelector=app%3Dweb")
+	w := openWatch(t, s, coll+"?watch=true&allowWatchBookmarks=true&labelSelector=app%3Dweb")
 	plain := testkit.Secret("default", "plain", nil)
 	web := testkit.Secret("default", "web", nil, testkit.Labels("app", "web"))
 	c.do("POST", coll, plain).expect(t, http.StatusCreated)

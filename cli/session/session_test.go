@@ -21,7 +21,7 @@ func TestResumable_ResumesTransientEndsAndStopsOnClientErrors(t *testing.T) {
 		{"fell behind", api.NewStatus(api.ReasonTooManyRequests, "too slow"), true},
 		{"server fault", api.NewInternal(fmt.Errorf("boom")), true},
 		{"unavailable", api.NewStatus(api.ReasonUnavailable, "shutting down"), true},
-		{"compacted", api.NewGone("compacted"), false},
+		{"compacted", api.NewExpired("compacted"), false},
 		{"bad token", api.NewStatus(api.ReasonUnauthorized, "no"), false},
 		{"bad request", api.NewBadRequest("bad selector"), false},
 		{"cancelled", context.Canceled, false},

@@ -144,7 +144,7 @@ func (w *waiter) run(ctx context.Context) error {
 			return err
 		}
 		err = w.watch(ctx, rv)
-		if errors.Is(err, api.ErrGone) {
+		if errors.Is(err, api.ErrExpired) {
 			continue // compacted: read again
 		}
 		return err

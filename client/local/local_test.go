@@ -259,7 +259,7 @@ func TestClient_ErrorsMatchAPISentinels(t *testing.T) {
 			for range w.Events() {
 			}
 			return w.Err()
-		}, api.ErrGone},
+		}, api.ErrExpired},
 	}
 	for _, tt := range tests {
 		for name, c := range clients {

@@ -159,7 +159,7 @@ func (l *sliceList) Next(context.Context) (*api.Object, error) {
 }
 
 func TestWatcher_InitialListIsSentFirstAndItsFailureEndsTheWatch(t *testing.T) {
-	failure := api.NewGone("compacted")
+	failure := api.NewExpired("compacted")
 	for _, tc := range []struct {
 		name    string
 		direct  bool
@@ -168,8 +168,8 @@ func TestWatcher_InitialListIsSentFirstAndItsFailureEndsTheWatch(t *testing.T) {
 	}{
 		{"from the ring", false, nil, nil},
 		{"of its own", true, nil, nil},
-		{"from the ring, failing", false, failure, api.ErrGone},
-		{"of its own, failing", true, failure, api.ErrGone},
+		{"from the ring, failing", false, failure, api.ErrExpired},
+		{"of its own, failing", true, failure, api.ErrExpired},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := start(t, Options{Capacity: 2})
@@ -190,7 +190,7 @@ func TestWatcher_InitialListIsSentFirstAndItsFailureEndsTheWatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := c.Watch(context.Background(), "default", labels.Everything(), from, &sliceList{objs: slices.Clone(objs), err: tc.err})
+			w := c.Watch(context.Background(), Request{NS: "default", Sel: Selection{Labels: labels.Everything()}, RV: from, Initial: &sliceList{objs: slices.Clone(objs), err: tc.err}})
 			// (The cache may not have seen the writes above yet, and so
 			// still hold from in its window: watch again until it has.)
 			for try := 0; Shared(w) == tc.direct; try++ {
@@ -199,7 +199,7 @@ func TestWatcher_InitialListIsSentFirstAndItsFailureEndsTheWatch(t *testing.T) {
 				}
 				w.Stop()
 				time.Sleep(20 * time.Millisecond)
-				w = c.Watch(context.Background(), "default", labels.Everything(), from, &sliceList{objs: slices.Clone(objs), err: tc.err})
+				w = c.Watch(context.Background(), Request{NS: "default", Sel: Selection{Labels: labels.Everything()}, RV: from, Initial: &sliceList{objs: slices.Clone(objs), err: tc.err}})
 			}
 			t.Cleanup(w.Stop)
 			h.put("default", "live", nil, "")

@@ -285,7 +285,7 @@ func (c *Cache) run(ctx context.Context) {
 					closing()
 					return
 				case errors.Is(err, store.ErrCompacted):
-					c.stop(api.NewGone("the watch cache fell behind a compaction: %v; list again", err))
+					c.stop(api.NewExpired("the watch cache fell behind a compaction: %v; list again", err))
 					return
 				case c.store.Client().Ctx().Err() != nil:
 					c.stop(api.NewStatus(api.ReasonUnavailable, "the store is closed"))

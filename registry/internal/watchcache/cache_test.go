@@ -90,7 +90,7 @@ func (h *harness) watch(ns, sel string, rv int64) api.Watcher {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	w := c.Watch(context.Background(), ns, s, rv, nil)
+	w := c.Watch(context.Background(), Request{NS: ns, Sel: Selection{Labels: s}, RV: rv})
 	h.t.Cleanup(w.Stop)
 	return w
 }

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"k8s.io/apimachinery/pkg/labels"
-
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/store"
 )
@@ -128,15 +126,18 @@ func keyNamespace(src *Source, key string) string {
 	return ns
 }
 
-// event is what a watcher with selector sel sees of the entry: a change
+// event is what a watcher with selection sel sees of the entry: a change
 // visible before and after is MODIFIED, one that becomes visible is ADDED,
 // one that stops being visible (deleted, or no longer matching) is DELETED
 // with the object's latest state. ok is false when nothing is visible.
 // Bookmarks and error entries are the caller's business. The event carries
 // no Raw: see withRaw.
-func (e *entry) event(sel labels.Selector) (api.ObjectEvent, bool) {
-	prevIn := e.existed && (sel.Empty() || sel.Matches(labels.Set(e.labels)))
-	curIn := e.cur != nil && matches(sel, e.cur)
+func (e *entry) event(sel Selection) (api.ObjectEvent, bool) {
+	if o := cmpOr(e.cur, e.gone); o != nil && !sel.fieldsMatch(o.Name, o.Namespace) {
+		return api.ObjectEvent{}, false
+	}
+	prevIn := e.existed && sel.labelsMatch(e.labels)
+	curIn := e.cur != nil && sel.labelsMatch(e.cur.Labels)
 	switch {
 	case curIn && prevIn:
 		return api.ObjectEvent{Type: api.Modified, Object: e.cur}, true
@@ -184,8 +185,12 @@ func (e *entry) uncache() {
 	}
 }
 
-func matches(sel labels.Selector, o *api.Object) bool {
-	return sel.Empty() || sel.Matches(labels.Set(o.Labels))
+// cmpOr returns a when it is not nil, else b.
+func cmpOr(a, b *api.Object) *api.Object {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 // States of an encoding in the cache's byte count.

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
-
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/store"
 )
@@ -22,16 +20,32 @@ type Initial interface {
 	Next(ctx context.Context) (*api.Object, error)
 }
 
-// Watch starts a watch of the cache's kind in namespace ns (every
-// namespace when ns is "", and always for a cluster-scoped kind) that first
-// sends the objects of initial (when not nil) as ADDED, then every change
-// after revision rv visible through sel, in revision order, each once,
+// Request is what a watch asks for.
+type Request struct {
+	// NS is the namespace watched: "" for every namespace (and always for
+	// a cluster-scoped kind).
+	NS string
+	// Sel selects the objects whose changes are sent.
+	Sel Selection
+	// RV is the revision after which changes are sent.
+	RV int64
+	// Initial, when not nil, is sent first, as ADDED.
+	Initial Initial
+	// EndInitial marks the end of the initial objects with a BOOKMARK at
+	// RV annotated api.InitialEventsEndAnnotation.
+	EndInitial bool
+}
+
+// Watch starts a watch of the cache's kind in namespace req.NS that first
+// sends the objects of req.Initial (when not nil) as ADDED (and, with
+// EndInitial, a BOOKMARK saying they ended), then every change after
+// revision req.RV visible through req.Sel, in revision order, each once,
 // with a BOOKMARK whenever the store reports progress. A change whose
-// object stops matching sel is sent as DELETED with its latest state; one
-// that starts matching, as ADDED.
+// object stops matching the selection is sent as DELETED with its latest
+// state; one that starts matching, as ADDED.
 //
 // It does not block. The watch is served from the ring when the ring holds
-// every change after rv, else by an etcd watch of its own from rv+1; rv
+// every change after RV, else by an etcd watch of its own from RV+1; RV
 // must not be compacted (the caller checks). The objects sent are shared:
 // never modify them. Events read from the ring carry Raw.
 //
@@ -42,21 +56,34 @@ type Initial interface {
 // waiting for it: watch again from the last resourceVersion received),
 // ServiceUnavailable when the caches close or the store's client does,
 // InternalError when a stored object does not decode, or initial's error.
-func (c *Cache) Watch(ctx context.Context, ns string, sel labels.Selector, rv int64, initial Initial) api.Watcher {
+func (c *Cache) Watch(ctx context.Context, req Request) api.Watcher {
+	ns := req.NS
 	if !c.src.Namespaced {
 		ns = ""
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	if next, ok := c.subscribe(rv); ok {
-		w := &cacheWatcher{c: c, ns: ns, sel: sel, start: rv, stream: newStream(cancel)}
-		go w.run(wctx, next, initial)
+	var end *api.Object
+	if req.EndInitial {
+		end = initialEnd(&c.src, req.RV)
+	}
+	if next, ok := c.subscribe(req.RV); ok {
+		w := &cacheWatcher{c: c, ns: ns, sel: req.Sel, start: req.RV, stream: newStream(cancel, end)}
+		go w.run(wctx, next, req.Initial)
 		return w
 	}
-	w := &directWatcher{src: &c.src, sel: sel, interval: c.opts.BookmarkInterval, mapErr: c.opts.MapError,
-		opts: &c.opts, stream: newStream(cancel)}
-	sw := c.store.Watch(wctx, c.keyPrefix(ns), rv+1)
-	go w.run(wctx, initial, sw)
+	w := &directWatcher{src: &c.src, sel: req.Sel, interval: c.opts.BookmarkInterval, mapErr: c.opts.MapError,
+		opts: &c.opts, stream: newStream(cancel, end)}
+	sw := c.store.Watch(wctx, c.keyPrefix(ns), req.RV+1)
+	go w.run(wctx, req.Initial, sw)
 	return w
+}
+
+// initialEnd is the BOOKMARK that ends a watch's initial objects, at rv.
+func initialEnd(src *Source, rv int64) *api.Object {
+	bm := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: src.Kind}}
+	bm.ResourceVersion = formatRV(rv)
+	bm.Annotations = map[string]string{api.InitialEventsEndAnnotation: "true"}
+	return bm
 }
 
 // keyPrefix is the prefix of the kind's keys in namespace ns ("" for all).
@@ -80,14 +107,16 @@ const chanCap = 64
 // stream is the part of api.Watcher that both kinds of watcher share.
 type stream struct {
 	events chan api.ObjectEvent
+	// end, when set, is sent once the initial objects are (initialEnd).
+	end    *api.Object
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
 	err    error // set before done is closed
 }
 
-func newStream(cancel context.CancelFunc) stream {
-	return stream{events: make(chan api.ObjectEvent, chanCap), cancel: cancel, done: make(chan struct{})}
+func newStream(cancel context.CancelFunc, end *api.Object) stream {
+	return stream{events: make(chan api.ObjectEvent, chanCap), cancel: cancel, done: make(chan struct{}), end: end}
 }
 
 // Events implements api.Watcher.
@@ -153,7 +182,7 @@ type cacheWatcher struct {
 	stream
 	c     *Cache
 	ns    string // "" for every namespace
-	sel   labels.Selector
+	sel   Selection
 	start int64 // changes up to start are not sent (the watch's resourceVersion)
 
 	log   [chanCap]mark // the ring's head at each of the last sends, by send count modulo chanCap
@@ -174,6 +203,12 @@ func (w *cacheWatcher) run(ctx context.Context, next uint64, initial Initial) {
 			break
 		}
 		if v, ok = w.deliver(ctx, api.ObjectEvent{Type: api.Added, Object: obj}, v); !ok {
+			return
+		}
+	}
+	if w.end != nil {
+		var ok bool
+		if v, ok = w.deliver(ctx, api.ObjectEvent{Type: api.Bookmark, Object: w.end}, v); !ok {
 			return
 		}
 	}
@@ -288,7 +323,7 @@ func (w *cacheWatcher) behind(v view) bool {
 type directWatcher struct {
 	stream
 	src      *Source
-	sel      labels.Selector
+	sel      Selection
 	interval time.Duration // between progress requests
 	mapErr   func(error) error
 	opts     *Options
@@ -324,6 +359,9 @@ func (w *directWatcher) run(ctx context.Context, initial Initial, sw *store.Watc
 				first = &api.ObjectEvent{Type: api.Added, Object: obj}
 			default:
 				initial = nil
+				if w.end != nil {
+					first = &api.ObjectEvent{Type: api.Bookmark, Object: w.end}
+				}
 			}
 		}
 		var out chan<- api.ObjectEvent
