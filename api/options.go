@@ -141,6 +141,9 @@ type KindInfo struct {
 	Plural     string   `json:"plural"`
 	Namespaced bool     `json:"namespaced"`
 	ShortNames []string `json:"shortNames,omitempty"`
+	// Categories group kinds for `kubectl get CATEGORY`: every kind is in
+	// "cairn"; the kinds users work with day to day also in "all".
+	Categories []string `json:"categories,omitempty"`
 	Columns    []Column `json:"columns,omitempty"`
 	// Subresources names the extra endpoints of the kind ("status", ...).
 	Subresources []string `json:"subresources,omitempty"`
@@ -162,7 +165,14 @@ type Column struct {
 	Wide bool `json:"wide,omitempty"`
 }
 
-// Discovery is the body of GET /apis/cairn.dev/v1alpha1.
+// KindListMediaType is the Accept header that asks GET
+// /apis/cairn.dev/v1alpha1 for cairn's discovery (Discovery, with the
+// printer columns and sensitive fields cairn's clients need) rather than
+// the Kubernetes APIResourceList served by default.
+const KindListMediaType = "application/json;as=KindList;g=" + Group + ";v=" + Version
+
+// Discovery is the body of GET /apis/cairn.dev/v1alpha1 asked for with
+// KindListMediaType.
 type Discovery struct {
 	TypeMeta
 	Kinds []KindInfo `json:"kinds"`

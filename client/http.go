@@ -114,6 +114,11 @@ func (c *httpClient) path(ctx context.Context, kind, ns, name string, sub ...str
 // do sends one request and returns the response when its status is 2xx;
 // otherwise it returns the decoded *api.Status. The caller closes the body.
 func (c *httpClient) do(ctx context.Context, method, path string, q url.Values, body []byte, ctype string) (*http.Response, error) {
+	return c.doAccept(ctx, method, path, q, body, ctype, "application/json")
+}
+
+// doAccept is do asking for the media type accept.
+func (c *httpClient) doAccept(ctx context.Context, method, path string, q url.Values, body []byte, ctype, accept string) (*http.Response, error) {
 	u := c.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -126,7 +131,7 @@ func (c *httpClient) do(ctx context.Context, method, path string, q url.Values, 
 	if err != nil {
 		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", "cairn-client")
 	if body != nil {
 		req.Header.Set("Content-Type", ctype)
@@ -355,9 +360,14 @@ func (c *httpClient) Delete(ctx context.Context, kind, ns, name string, opts api
 }
 
 func (c *httpClient) fetchKinds(ctx context.Context) ([]api.KindInfo, error) {
-	var d api.Discovery
-	if _, err := c.call(ctx, http.MethodGet, api.BasePath, nil, nil, "", &d); err != nil {
+	resp, err := c.doAccept(ctx, http.MethodGet, api.BasePath, nil, nil, "", api.KindListMediaType)
+	if err != nil {
 		return nil, err
+	}
+	defer resp.Body.Close()
+	var d api.Discovery
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+		return nil, fmt.Errorf("client: decode the server's kinds: %w", err)
 	}
 	c.mu.Lock()
 	c.kinds = d.Kinds

@@ -32,11 +32,18 @@ func All(d Deps) []registry.Kind {
 		Target(),
 		DataObject(),
 		Blueprint(),
-		Installation(),
-		Execution(),
-		DeployItem(),
-		Project(),
-		EventWith(d.EventActions),
-		Cleaner(d),
+		everyday(Installation()),
+		everyday(Execution()),
+		everyday(DeployItem()),
+		everyday(Project()),
+		everyday(EventWith(d.EventActions)),
+		everyday(Cleaner(d)),
 	}
+}
+
+// everyday puts k in the "all" category: the kinds `kubectl get all`
+// shows, those users work with day to day.
+func everyday(k registry.Kind) registry.Kind {
+	k.Categories = append(k.Categories, "all")
+	return k
 }

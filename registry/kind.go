@@ -54,9 +54,12 @@ type Kind struct {
 // write anything themselves; they may read other objects through
 // Admission.Get.
 type Spec[T api.Resource] struct {
-	Kind         string
-	Namespaced   bool
-	ShortNames   []string
+	Kind       string
+	Namespaced bool
+	ShortNames []string
+	// Categories are the kind's discovery categories besides "cairn",
+	// which every kind is in (e.g. "all").
+	Categories   []string
 	Columns      []api.Column
 	Subresources []string
 	Encrypted    bool
@@ -126,7 +129,7 @@ func Define[T api.Resource](s Spec[T]) Kind {
 	k := Kind{
 		KindInfo: api.KindInfo{
 			Kind: s.Kind, Plural: api.Plural(s.Kind), Namespaced: s.Namespaced,
-			ShortNames: s.ShortNames, Columns: s.Columns,
+			ShortNames: s.ShortNames, Columns: s.Columns, Categories: append([]string{"cairn"}, s.Categories...),
 			Subresources: append([]string{"status", api.ActionTrace}, s.Subresources...),
 			Sensitive:    s.Sensitive,
 		},

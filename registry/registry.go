@@ -169,6 +169,17 @@ func (r *Registry) Kinds() []api.KindInfo {
 	return out
 }
 
+// KindDefs returns the served kinds' definitions, sorted by name. They
+// are the registry's: read them, never modify them.
+func (r *Registry) KindDefs() []*Kind {
+	out := make([]*Kind, 0, len(r.kinds))
+	for _, k := range r.kinds {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
+	return out
+}
+
 // Lookup finds a kind by name ("Secret"), plural ("secrets") or short name,
 // case-insensitively (api.ResolveKind). It returns NotFound for an unknown
 // kind.

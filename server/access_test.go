@@ -58,7 +58,10 @@ func TestReadyz_FailsWhenTheStoreIsGone(t *testing.T) {
 func TestDiscovery_ListsKindsWithSubresourcesAndActions(t *testing.T) {
 	s := startWithWidgets(t, newWidgetHooks())
 	var d api.Discovery
-	r := newClient(t, s).do("GET", base, nil).expect(t, http.StatusOK)
+	r := newClient(t, s).do("GET", base, nil, "Accept", api.KindListMediaType).expect(t, http.StatusOK)
+	if ct := r.header.Get("Content-Type"); ct != api.KindListMediaType {
+		t.Fatalf("Content-Type %q, want %q", ct, api.KindListMediaType)
+	}
 	if err := jsonUnmarshal(r.body, &d); err != nil {
 		t.Fatal(err)
 	}

@@ -60,10 +60,7 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request) {
 		// Every authenticated caller may learn which kinds are served (a
 		// worker's CLI resolves kind names through it); it names kinds,
 		// never objects.
-		s.writeJSON(w, r, http.StatusOK, api.Discovery{
-			TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: "Discovery"},
-			Kinds:    s.reg.Kinds(),
-		})
+		s.serveGroupVersion(w, r)
 	case targetCollection:
 		s.serveCollection(w, r, rt)
 	case targetObject, targetStatus:

@@ -166,6 +166,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
+		if s.serveDiscoveryPath(sw, r) {
+			return
+		}
 		if err := s.authorizePath(r); err != nil {
 			s.writeError(sw, r, err)
 			return
