@@ -118,6 +118,7 @@ func Build(rs []Resource) (*Spec, error) {
 	}
 	v3 := openapiconv.ConvertV2ToV3(v2)
 	v3.SecurityRequirement = v2.Security
+	inheritedDocsAsRefs(v3.Components.Schemas)
 	s := &Spec{v2: v2, v3: v3}
 	if err := s.check(); err != nil {
 		return nil, err

@@ -77,6 +77,9 @@ func (b *schemas) kind(kind string, t reflect.Type) error {
 		return fmt.Errorf("Go type %v is already the type of another kind", t)
 	}
 	d.AddExtension(extGVK, []any{gvk(kind)})
+	if m, ok := d.Properties["metadata"]; ok {
+		d.Properties["metadata"] = *m.WithDescription("Standard object metadata: the object's name, namespace, labels, annotations, owners and finalizers, and what the server records about it.")
+	}
 	b.defs[name] = d
 
 	listName := DefinitionName(kind + "List")
