@@ -9,6 +9,7 @@ import (
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	"google.golang.org/protobuf/proto"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/discovery"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/kube-openapi/pkg/spec3"
 	explainv2 "k8s.io/kubectl/pkg/explain/v2"
 	kubectlopenapi "k8s.io/kubectl/pkg/util/openapi"
+	"k8s.io/kubectl/pkg/validation"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/kinds"
@@ -145,36 +147,42 @@ func TestClients_ExplainDescribesTheFields(t *testing.T) {
 	}
 	gvr := schema.GroupVersionResource{Group: api.Group, Version: api.Version, Resource: "installations"}
 	tests := []struct {
-		name   string
-		fields []string
-		want   []string
+		name      string
+		fields    []string
+		recursive bool
+		want      []string
 	}{
-		{"kind", nil, []string{
+		{"kind", nil, false, []string{
 			"GROUP:      cairn.dev", "KIND:       Installation", "VERSION:    v1alpha1",
 			"Installation applies a blueprint to its imports.",
 			"spec\t<InstallationSpec> -required-", "status\t<InstallationStatus>", "metadata\t<ObjectMeta>",
 		}},
-		{"spec.imports", []string{"spec", "imports"}, []string{
+		{"spec.imports", []string{"spec", "imports"}, false, []string{
 			"FIELD: imports <InstallationImports>",
 			"InstallationImports binds a blueprint's imports.",
 			"data\t<[]DataImport>", "DataImport binds one data import to exactly one source",
 			"targets\t<[]TargetImport>", "TargetImport binds a target import to a Target in the namespace.",
 		}},
-		{"spec.imports.data", []string{"spec", "imports", "data"}, []string{
+		{"spec.imports.data", []string{"spec", "imports", "data"}, false, []string{
 			"FIELD: data <[]DataImport>",
 			"name\t<string> -required-", "secretRef\t<SecretKeyRef>", "value\t<Object>",
 		}},
-		{"metadata.ownerReferences", []string{"metadata", "ownerReferences"}, []string{
+		{"metadata.ownerReferences", []string{"metadata", "ownerReferences"}, false, []string{
 			"FIELD: ownerReferences <[]OwnerReference>", "uid\t<string> -required-",
 		}},
-		{"status.phase", []string{"status", "phase"}, []string{
+		{"status.phase", []string{"status", "phase"}, false, []string{
 			"FIELD: phase <string>", "ENUM:", "PendingDependencies",
+		}},
+		// An inline blueprint holds subinstallations holding blueprints:
+		// the recursion stops at the cycle.
+		{"spec, recursively", []string{"spec"}, true, []string{
+			"  blueprint\t<BlueprintReference> -required-", "    inline\t<BlueprintSpec>", "      subinstallations\t<[]SubinstallationTemplate>",
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			if err := explainv2.PrintModelDescription(tt.fields, &out, dc.OpenAPIV3(), gvr, false, 0, "plaintext"); err != nil {
+			if err := explainv2.PrintModelDescription(tt.fields, &out, dc.OpenAPIV3(), gvr, tt.recursive, 0, "plaintext"); err != nil {
 				t.Fatal(err)
 			}
 			for _, w := range tt.want {
@@ -197,4 +205,56 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// models serves kubectl's v2 models (what Factory.OpenAPISchema gives).
+type models struct{ r kubectlopenapi.Resources }
+
+func (m models) OpenAPISchema() (kubectlopenapi.Resources, error) { return m.r, nil }
+
+// TestClients_KubectlValidation runs kubectl's validation of the objects
+// it sends (create, apply, edit): the server validates fields, so kubectl
+// leaves strict validation to it; kubectl's own validation against the v2
+// schemas (what it falls back to with a server that does not) accepts
+// every example and refuses a misspelt field.
+func TestClients_KubectlValidation(t *testing.T) {
+	cfg := served(t)
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := dc.OpenAPISchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := kubectlopenapi.NewOpenAPIData(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := validation.NewSchemaValidation(models{res})
+	verifier := resource.NewFallbackQueryParamVerifier(
+		resource.NewQueryParamVerifierV3(dyn, cached.NewClient(dc.OpenAPIV3()), resource.QueryParamFieldValidation),
+		resource.NewQueryParamVerifier(dyn, dc, resource.QueryParamFieldValidation))
+	strict := validation.NewParamVerifyingSchema(local, verifier, metav1.FieldValidationStrict)
+
+	typo := []byte("apiVersion: cairn.dev/v1alpha1\nkind: Target\nmetadata: {name: t}\nspec: {type: mock, tpye: x}\n")
+	if err := strict.ValidateBytes(typo); err != nil {
+		t.Errorf("kubectl validated on the client, not leaving it to the server: %v", err)
+	}
+	if err := local.ValidateBytes(typo); err == nil || !strings.Contains(err.Error(), "tpye") {
+		t.Errorf("a misspelt field: %v", err)
+	}
+	for _, o := range objects(t, "../examples/*.yaml", "../examples/*/*.yaml", "testdata/*.yaml") {
+		b, err := o.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := local.ValidateBytes(b); err != nil {
+			t.Errorf("%s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
 }
