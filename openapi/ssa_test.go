@@ -103,6 +103,8 @@ func TestSSA_SchemasAreStrict(t *testing.T) {
 		{"a quantity as a string", "kind: Namespace\nspec: {limits: {bytes: 1Gi}}", ""},
 		{"a quantity as a number", "kind: Namespace\nspec: {limits: {bytes: 1024}}", ""},
 		{"bytes as base64", "kind: Secret\ndata: {k: dg==}", ""},
+		// As kubectl and client-go's typed objects send them.
+		{"a null timestamp", "kind: Target\nmetadata: {name: t, creationTimestamp: null}\nspec: {type: mock}", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
