@@ -15,6 +15,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/openapi"
+	"cairn.dev/cairn/registry"
 )
 
 // The query parameters each action takes, by x-kubernetes-action.
@@ -57,6 +58,18 @@ func TestBuild_EveryKindHasItsDefinitionsAndPaths(t *testing.T) {
 			checkPath(t, s.V2(), base+"/{name}", k.Kind, map[string]string{"GET": "get", "PUT": "put", "PATCH": "patch", "DELETE": "delete"})
 			checkPath(t, s.V2(), base+"/{name}/status", k.Kind, map[string]string{"GET": "get", "PUT": "put", "PATCH": "patch"})
 		})
+	}
+	ids := map[string]string{}
+	for path, item := range s.V2().Paths.Paths {
+		for _, op := range []*spec.Operation{item.Get, item.Post, item.Put, item.Patch, item.Delete} {
+			if op == nil {
+				continue
+			}
+			if other, dup := ids[op.ID]; dup {
+				t.Errorf("operation ID %s on %s and %s", op.ID, path, other)
+			}
+			ids[op.ID] = path
+		}
 	}
 }
 
@@ -251,5 +264,51 @@ func TestBuild_RefusesWhatItCannotDescribe(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBuild_ActionsArePlainEndpoints describes the Event kind with the
+// actions the event service registers: each named one is a path of its
+// own, without the extensions kubectl reads; the unnamed ones (create and
+// deletecollection with rules of their own) add nothing.
+func TestBuild_ActionsArePlainEndpoints(t *testing.T) {
+	ev := kinds.EventWith([]registry.Action{
+		{Name: "", Method: http.MethodPost, Collection: true},
+		{Name: "cancel", Method: http.MethodPost},
+		{Name: "cancel", Method: http.MethodPost, Collection: true},
+		{Name: "", Method: http.MethodDelete, Collection: true},
+		{Name: "jobs", Method: http.MethodPost},
+		{Name: "logs", Method: http.MethodGet},
+		{Name: "search", Method: http.MethodGet, Collection: true},
+	})
+	s, err := openapi.Build(resources([]registry.Kind{ev}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := api.BasePath + "/namespaces/{namespace}/events"
+	tests := []struct {
+		path, method, id string
+	}{
+		{base + "/{name}/cancel", "POST", "postCairnDevV1alpha1NamespacedEventCancel"},
+		{base + "/cancel", "POST", "postCairnDevV1alpha1CollectionNamespacedEventCancel"},
+		{base + "/{name}/jobs", "POST", "postCairnDevV1alpha1NamespacedEventJobs"},
+		{base + "/{name}/logs", "GET", "getCairnDevV1alpha1NamespacedEventLogs"},
+		{base + "/search", "GET", "getCairnDevV1alpha1CollectionNamespacedEventSearch"},
+		{base + "/{name}/trace", "GET", "readCairnDevV1alpha1NamespacedEventTrace"},
+	}
+	for _, tt := range tests {
+		item, ok := s.V2().Paths.Paths[tt.path]
+		op := map[string]*spec.Operation{"GET": item.Get, "POST": item.Post}[tt.method]
+		if !ok || op == nil {
+			t.Errorf("%s %s: missing", tt.method, tt.path)
+			continue
+		}
+		if op.ID != tt.id || len(op.Extensions) != 0 {
+			t.Errorf("%s %s: ID %s, extensions %v", tt.method, tt.path, op.ID, op.Extensions)
+		}
+	}
+	checkPath(t, s.V2(), base, api.KindEvent, map[string]string{"GET": "list", "POST": "post", "DELETE": "deletecollection"})
+	if _, ok := s.V2().Paths.Paths[base+"/{name}/"]; ok {
+		t.Error("an unnamed action made a path")
 	}
 }
