@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,6 +101,11 @@ func TestClients_ClientGoReadsBothDocuments(t *testing.T) {
 		}
 		if models.LookupResource(gvkOf(k.Kind+"List")) == nil {
 			t.Errorf("v2: no model for %sList", k.Kind)
+		}
+		// kubectl apply sends a strategic merge patch only where the PATCH
+		// operation consumes one; cairn's take a JSON merge patch.
+		if c := models.GetConsumes(gvkOf(k.Kind), "PATCH"); len(c) == 0 || slices.Contains(c, "application/strategic-merge-patch+json") {
+			t.Errorf("v2: PATCH of %s consumes %v", k.Kind, c)
 		}
 	}
 
