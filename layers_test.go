@@ -61,6 +61,11 @@ var allowed = map[string][]string{
 	// admission) uses: pure functions over the wire types.
 	"installation": {"api", "blueprint", "client", "controller", "informer", "manager", "trace"},
 	"blueprint":    {"api"},
+	// The OpenAPI documents, derived from the kinds' Go types (plain data:
+	// never the registry or the server).
+	"openapi":                  {"api", "openapi/internal/docgen"},
+	"openapi/internal/docgen":  {},
+	"openapi/internal/gendocs": {"openapi/internal/docgen"},
 	// The process wiring: it builds every layer below the CLI.
 	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "event", "gc", "identity", "kinds",
 		"leader", "lease", "manager", "registry", "runtime", "runtime/local", "server", "store", "trace", "internal/privfile"},
