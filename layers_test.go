@@ -28,7 +28,7 @@ var allowed = map[string][]string{
 	"identity":                     {},
 	"internal/privfile":            {},
 	"store":                        {"store"},
-	"registry":                     {"api", "authz", "identity", "store", "registry/internal/watchcache", "registry/internal/usage", "internal/privfile"},
+	"registry":                     {"api", "authz", "identity", "store", "registry/internal/watchcache", "registry/internal/usage", "internal/privfile", "openapi"},
 	"registry/internal/watchcache": {"api", "store"},
 	"registry/internal/usage":      {"store"},
 	"kinds":                        {"api", "authz", "identity", "registry", "cleaner/condition", "blueprint"},

@@ -34,6 +34,12 @@ type Admission struct {
 	// Get reads other objects, as the system: without authorization, and
 	// never for writing.
 	Get Getter
+
+	// manager is the write's field manager ("" when it names none) and
+	// applied is true when the write is an apply whose managed fields are
+	// recorded already (managedfields.go).
+	manager string
+	applied bool
 }
 
 // Getter reads objects for admission hooks. It reads through the registry

@@ -86,7 +86,9 @@ func (r *Registry) run(ctx context.Context, u identity.User, items []*txnItem, d
 func (r *Registry) planItem(ctx context.Context, u identity.User, it *txnItem, attempt int, pend pending) (*plan, error) {
 	switch it.op {
 	case OpCreate:
-		return r.planCreate(ctx, r.admission(OpCreate, u), it.k, it.obj, pend)
+		adm := r.admission(OpCreate, u)
+		adm.manager, adm.applied = it.manager, it.applied
+		return r.planCreate(ctx, adm, it.k, it.obj, pend)
 	case OpUpdate, OpUpdateStatus:
 		obj := it.obj
 		conditional := obj.ResourceVersion != ""
@@ -96,7 +98,17 @@ func (r *Registry) planItem(ctx context.Context, u identity.User, it *txnItem, a
 		if err != nil {
 			return nil, err
 		}
+		adm := r.admission(it.op, u)
+		adm.manager = it.manager
 		switch {
+		case it.patchType == api.ApplyPatch:
+			if obj, err = r.applyConfig(it.k, it.op, cur.obj, it.patch, it.manager, it.force); err != nil {
+				return nil, err
+			}
+			adm.applied = true
+			if !conditional {
+				obj.ResourceVersion = cur.obj.ResourceVersion
+			}
 		case it.patch != nil:
 			if obj, err = applyPatch(cur.obj, it.patch, it.patchType); err != nil {
 				return nil, err
@@ -108,7 +120,7 @@ func (r *Registry) planItem(ctx context.Context, u identity.User, it *txnItem, a
 			obj = obj.DeepCopy()
 			obj.ResourceVersion = cur.obj.ResourceVersion
 		}
-		return r.planUpdate(ctx, r.admission(it.op, u), it.k, obj, cur, pend)
+		return r.planUpdate(ctx, adm, it.k, obj, cur, pend)
 	case OpDelete:
 		pre := it.opts.Preconditions
 		cur, err := r.readForWrite(ctx, it.k, it.delNS, it.delName, attempt, func(s *stored) bool {

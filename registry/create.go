@@ -42,6 +42,7 @@ func (r *Registry) Create(ctx context.Context, in *api.Object, opts ...api.Write
 	if it.err != nil {
 		return nil, it.err
 	}
+	it.manager = o.FieldManager
 	res, _, err := r.run(ctx, u, []*txnItem{it}, o.DryRun)
 	if err != nil {
 		return nil, apiError(err, k.Kind, it.obj.Name)

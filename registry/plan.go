@@ -89,6 +89,12 @@ func (r *Registry) planCreate(ctx context.Context, adm *Admission, k *Kind, obj 
 	obj.ResourceVersion = ""
 	obj.DeletionTimestamp = nil
 	obj.SetField(api.FieldStatus, nil)
+	if !adm.applied {
+		var err error
+		if obj, err = r.recordUpdate(k, OpCreate, nil, obj, adm.manager, adm.User.Name); err != nil {
+			return nil, err
+		}
+	}
 	errs := r.validateMeta(k, obj, nil)
 	for _, f := range obj.Finalizers {
 		if serverFinalizer(f) {
@@ -149,6 +155,14 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 		obj.UID, obj.CreationTimestamp, obj.DeletionTimestamp = old.UID, old.CreationTimestamp, old.DeletionTimestamp
 		obj.Generation, obj.GenerateName = old.Generation, old.GenerateName
 		obj.SetField(api.FieldStatus, old.Field(api.FieldStatus))
+	}
+	if !adm.applied {
+		var err error
+		if obj, err = r.recordUpdate(k, adm.Op, old, obj, adm.manager, adm.User.Name); err != nil {
+			return nil, err
+		}
+	}
+	if adm.Op != OpUpdateStatus {
 		metaErrs = append(r.validateMeta(k, obj, old), validateFinalizerChange(old, obj)...)
 	}
 	out, errs, err := k.prepare(ctx, adm, obj, old)

@@ -100,6 +100,9 @@ type Registry struct {
 	// listHints sizes the first store read of a list (list.go): kind name
 	// → *atomic.Int64, the largest value of the kind's last page read.
 	listHints sync.Map
+	// schemas are the OpenAPI documents and the field managers of
+	// server-side apply, built on first use (managedfields.go).
+	schemas schemas
 }
 
 // New builds a registry over s.

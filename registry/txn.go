@@ -167,6 +167,12 @@ type txnItem struct {
 	// and the resourceVersion the patch sets (its precondition).
 	patch     []byte
 	patchType api.PatchType
+	// manager is the write's field manager (WriteOptions.FieldManager);
+	// force takes over fields of other managers on an apply; applied marks
+	// a create made by an apply, its managed fields recorded already.
+	manager string
+	force   bool
+	applied bool
 	// conds and ops are Also's.
 	conds []store.Cond
 	ops   []store.Op

@@ -76,6 +76,7 @@ func (r *Registry) write(ctx context.Context, in *api.Object, op Operation, o ap
 	if it.err != nil {
 		return nil, it.err
 	}
+	it.manager = o.FieldManager
 	res, _, err := r.run(ctx, u, []*txnItem{it}, o.DryRun)
 	if err != nil {
 		return nil, apiError(err, k.Kind, in.Name)
@@ -121,6 +122,9 @@ func (r *Registry) Patch(ctx context.Context, kind, ns, name string, patch []byt
 		if _, err := jsonpatch.DecodePatch(patch); err != nil {
 			return nil, api.NewBadRequest("the JSON patch does not decode: %v", err)
 		}
+	case api.ApplyPatch:
+		out, _, err := r.apply(ctx, u, k, ns, name, patch, op, o)
+		return out, err
 	default:
 		return nil, api.NewStatus(api.ReasonUnsupportedMedia, "patch type %q is not served", o.PatchType)
 	}
@@ -128,7 +132,7 @@ func (r *Registry) Patch(ctx context.Context, kind, ns, name string, patch []byt
 	if it.err != nil {
 		return nil, it.err
 	}
-	it.patchType = o.PatchType
+	it.patchType, it.manager = o.PatchType, o.FieldManager
 	res, _, err := r.run(ctx, u, []*txnItem{it}, o.DryRun)
 	if err != nil {
 		return nil, apiError(err, k.Kind, name)

@@ -127,6 +127,30 @@ func subresources(k *registry.Kind) []subresource {
 	return out
 }
 
+// serveOpenAPI serves the OpenAPI v2 and v3 documents of every kind
+// (package openapi, through the registry, which derives them from the
+// kinds' Go types). Like discovery, every authenticated caller may read
+// them.
+func (s *Server) serveOpenAPI(w *statusWriter, r *http.Request) {
+	s.openapiOnce.Do(func() {
+		spec, err := s.reg.OpenAPI()
+		if err != nil {
+			s.openapiErr = err
+			return
+		}
+		s.openapi = spec.Handler()
+	})
+	if s.openapiErr != nil {
+		s.writeError(w, r, api.NewInternal(s.openapiErr))
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		s.writeError(w, r, methodNotAllowed(r.Method, r.URL.Path, http.MethodGet))
+		return
+	}
+	s.openapi.ServeHTTP(w, r)
+}
+
 // apiGroup is cairn's one API group.
 func apiGroup() metav1.APIGroup {
 	gv := metav1.GroupVersionForDiscovery{GroupVersion: api.APIVersion, Version: api.Version}

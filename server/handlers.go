@@ -151,6 +151,13 @@ func (s *Server) serveObject(w *statusWriter, r *http.Request, rt *route) {
 		if patch, o.PatchType, err = s.readPatch(w, r); err != nil {
 			break
 		}
+		if o.PatchType == api.ApplyPatch {
+			var created bool
+			if out, created, err = s.reg.Apply(ctx, rt.kind.Kind, rt.ns, rt.name, patch, status, o); created {
+				code = http.StatusCreated
+			}
+			break
+		}
 		out, err = s.reg.Patch(ctx, rt.kind.Kind, rt.ns, rt.name, patch, status, o)
 	case http.MethodDelete:
 		var opts api.DeleteOptions

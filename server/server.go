@@ -97,6 +97,11 @@ type Server struct {
 	streams map[*stream]struct{}
 	// forwarder relays trace requests to the controllers' leader.
 	forwarder *http.Client
+
+	// openapi serves the OpenAPI documents, built on their first request.
+	openapiOnce sync.Once
+	openapi     http.Handler
+	openapiErr  error
 }
 
 // New builds a Server. It fails when Registry or Auth is missing or when
@@ -167,6 +172,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if s.serveDiscoveryPath(sw, r) {
+			return
+		}
+		if strings.HasPrefix(p, "/openapi/") {
+			s.serveOpenAPI(sw, r)
 			return
 		}
 		if err := s.authorizePath(r); err != nil {
