@@ -24,8 +24,10 @@ const module = "cairn.dev/cairn/"
 // the caller (identity) import nothing of cairn's. The client side never
 // links the store: see storeSide.
 var allowed = map[string][]string{
-	"api":                          {},
-	"identity":                     {},
+	"api":      {},
+	"identity": {},
+	// The certificates of TLS: a CA and the serving certificates it issues.
+	"pki":                          {},
 	"internal/privfile":            {},
 	"store":                        {"store"},
 	"registry":                     {"api", "authz", "identity", "store", "registry/internal/watchcache", "registry/internal/usage", "internal/privfile", "openapi"},
@@ -34,14 +36,17 @@ var allowed = map[string][]string{
 	"kinds":                        {"api", "authz", "identity", "registry", "cleaner/condition", "blueprint"},
 	"auth":                         {"api", "identity", "store", "internal/privfile"},
 	"authz":                        {"api", "identity"},
-	"server":                       {"api", "auth", "authz", "identity", "registry", "kinds", "store", "server", "trace"},
-	"client":                       {"api"},
-	"client/local":                 {"api", "client", "identity", "registry"},
-	"informer":                     {"api", "client"},
-	"controller":                   {"api", "client", "informer", "trace"},
-	"trace":                        {"api"},
-	"lease":                        {"api", "client"},
-	"manager":                      {"api", "client", "informer", "controller", "trace", "lease", "runtime"},
+	"server":                       {"api", "auth", "authz", "column", "identity", "registry", "kinds", "store", "server", "trace"},
+	// A kind's printer columns rendered: cairn get's cells and the
+	// server's Tables.
+	"column":       {"api"},
+	"client":       {"api"},
+	"client/local": {"api", "client", "identity", "registry"},
+	"informer":     {"api", "client"},
+	"controller":   {"api", "client", "informer", "trace"},
+	"trace":        {"api"},
+	"lease":        {"api", "client"},
+	"manager":      {"api", "client", "informer", "controller", "trace", "lease", "runtime"},
 	// The cleaner's conditions: pure CEL, shared by admission (kinds) and
 	// the controller.
 	"cleaner/condition": {},
@@ -67,15 +72,15 @@ var allowed = map[string][]string{
 	"openapi/internal/docgen":  {},
 	"openapi/internal/gendocs": {"openapi/internal/docgen"},
 	// The process wiring: it builds every layer below the CLI.
-	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "event", "gc", "identity", "kinds",
+	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "event", "gc", "identity", "kinds", "pki",
 		"leader", "lease", "manager", "registry", "runtime", "runtime/local", "server", "store", "trace", "internal/privfile"},
-	"cli":   {"api", "client", "cli", "controllers", "daemon", "deployitem", "manager", "runtime", "runtime/local", "trace", "internal/privfile"},
+	"cli":   {"api", "client", "cli", "column", "controllers", "daemon", "deployitem", "manager", "runtime", "runtime/local", "trace", "internal/privfile"},
 	"cmd":   {"cli"},
 	"bench": {}, // benchmarks: tests only
 
 	// Test support (see testSupport).
 	"store/storetest":   {"store"},
-	"server/servertest": {"api", "auth", "authz", "client", "identity", "kinds", "registry", "server", "store", "store/storetest"},
+	"server/servertest": {"api", "auth", "authz", "client", "identity", "kinds", "pki", "registry", "server", "store", "store/storetest"},
 	"cli/clitest":       {"cli", "client", "daemon"},
 	"internal/testkit":  {"api", "client", "registry", "kinds", "server/servertest", "store/storetest"},
 	"internal/deploytest": {"api", "client", "client/local", "deployitem", "gc", "identity", "internal/testkit", "manager",

@@ -5,6 +5,8 @@
 //
 // Each benchmark runs a fixed workload per iteration and reports its own
 // figures (creates/s, latency percentiles, seconds) with b.ReportMetric.
+// Servers serve HTTPS, as `cairn server` does by default; with
+// CAIRN_BENCH_INSECURE_HTTP=1 they serve plain HTTP, to compare.
 package bench
 
 import (
@@ -14,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -34,7 +37,7 @@ func startServer(b *testing.B) (*daemon.Daemon, client.Interface) {
 	b.Helper()
 	d, err := daemon.Start(context.Background(), daemon.Options{
 		Listen: "127.0.0.1:0", DataDir: filepath.Join(b.TempDir(), "data"), Controllers: controllers.List(controllers.Config{GCWorkers: 32}),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), InsecureHTTP: insecureHTTP(),
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -47,14 +50,24 @@ func startServer(b *testing.B) (*daemon.Daemon, client.Interface) {
 // connections for 256 concurrent requests.
 func httpClient(b *testing.B, d *daemon.Daemon) client.Interface {
 	b.Helper()
-	c, err := client.NewHTTP(client.Config{Server: d.URL(), Token: d.Token(), HTTPClient: &http.Client{
-		Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256},
-	}})
+	cfg := d.ClientConfig()
+	tlsConfig, err := cfg.TLSConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.HTTPClient = &http.Client{
+		Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, TLSClientConfig: tlsConfig},
+	}
+	c, err := client.NewHTTP(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return c
 }
+
+// insecureHTTP reports whether the benchmarks' servers serve plain HTTP
+// (CAIRN_BENCH_INSECURE_HTTP=1) rather than HTTPS.
+func insecureHTTP() bool { return os.Getenv("CAIRN_BENCH_INSECURE_HTTP") == "1" }
 
 // value gives a benchmark secret its one value, written as stringData.
 func value() testkit.Opt { return testkit.StringData(map[string]string{"k": "v"}) }

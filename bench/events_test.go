@@ -24,7 +24,7 @@ import (
 func startEvents(b *testing.B, cfg *controllers.Config, cmd ...string) (*daemon.Daemon, client.Interface, string) {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), "data")
-	opts := daemon.Options{Listen: "127.0.0.1:0", DataDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	opts := daemon.Options{Listen: "127.0.0.1:0", DataDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), InsecureHTTP: insecureHTTP()}
 	if cfg != nil {
 		opts.Controllers = controllers.List(*cfg)
 	}

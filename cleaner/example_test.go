@@ -22,7 +22,7 @@ func TestExample_PreviewCleanerDeletesThePreviewOnceItsPullRequestCloses(t *test
 	e.start(nil)
 	run := func(args ...string) string {
 		t.Helper()
-		r := clitest.Run(t, e.ts.URL, e.ts.Token, args...)
+		r := clitest.Run(t, e.ts.Config(), args...)
 		if r.Error != nil {
 			t.Fatalf("cairn %s: %v %s", strings.Join(args, " "), r.Error, r.Err)
 		}

@@ -30,7 +30,9 @@ func TestHTTPClient_BadTokenSaysWhereTheTokenCameFrom(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := client.NewHTTP(client.Config{Server: srv.URL, Token: tt.token, TokenSource: tt.source})
+			cfg := srv.Config()
+			cfg.Token, cfg.TokenSource = tt.token, tt.source
+			c, err := client.NewHTTP(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,8 @@
 package client
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,26 +12,38 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"cairn.dev/cairn/internal/privfile"
 )
 
 // DefaultServer is the server address used when nothing else names one:
 // where `cairn server` listens by default.
-const DefaultServer = "http://127.0.0.1:7070"
+const DefaultServer = "https://127.0.0.1:7070"
 
 // Environment variables that override the config file.
 const (
 	EnvServer = "CAIRN_SERVER"
 	EnvToken  = "CAIRN_TOKEN"
+	// EnvCAFile names a PEM file of the CA the server's certificate is
+	// issued by (a worker's environment has it).
+	EnvCAFile = "CAIRN_CA_FILE"
 )
 
 // Config says how to reach a cairn server. It is stored as YAML with the
-// keys server and token (see LoadConfig and WriteConfig).
+// keys server, token and certificateAuthorityData (see LoadConfig and
+// WriteConfig).
 type Config struct {
-	// Server is the base URL, e.g. "http://127.0.0.1:7070". A bare
-	// host:port means http.
+	// Server is the base URL, e.g. "https://127.0.0.1:7070". A bare
+	// host:port means https.
 	Server string `json:"server"`
 	// Token is the bearer token sent with every request.
 	Token string `json:"token,omitempty"`
+	// CertificateAuthorityData is the PEM certificate of the CA that
+	// issued the server's certificate (the one `cairn server` creates);
+	// empty trusts the system's roots (or CAFile).
+	CertificateAuthorityData string `json:"certificateAuthorityData,omitempty"`
+	// CAFile names a PEM file holding that CA instead.
+	CAFile string `json:"caFile,omitempty"`
 	// TokenSource says where Token came from ("the --token flag", "the
 	// CAIRN_TOKEN environment variable", "the config file PATH"); error
 	// messages about a rejected token name it. Not stored.
@@ -38,6 +52,27 @@ type Config struct {
 	// timeout (watches are long-lived; requests are bounded by their
 	// context). Not stored.
 	HTTPClient *http.Client `json:"-"`
+}
+
+// TLSConfig is the client TLS configuration of cfg: trusting the CA of
+// CertificateAuthorityData (or CAFile), else the system's roots (nil).
+// Errors: an unreadable CAFile, or CA data holding no PEM certificate.
+func (cfg Config) TLSConfig() (*tls.Config, error) {
+	data := []byte(cfg.CertificateAuthorityData)
+	if len(data) == 0 && cfg.CAFile != "" {
+		var err error
+		if data, err = os.ReadFile(cfg.CAFile); err != nil {
+			return nil, fmt.Errorf("client: read the CA file: %w", err)
+		}
+	}
+	if len(data) == 0 {
+		return nil, nil
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("client: the CA data holds no PEM certificate")
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
 // DefaultConfigPath returns ~/.cairn/config, or .cairn/config in the
@@ -68,36 +103,19 @@ func LoadConfig(path string) (Config, error) {
 	return cfg, nil
 }
 
-// WriteConfig stores cfg's server and token at path, creating the directory
-// with mode 0700 if needed and writing the file with mode 0600 (it holds a
-// credential). The file is replaced atomically. Errors: any failure to
-// create the directory or write the file.
+// WriteConfig stores cfg's server, token and CA at path, creating the
+// directory with mode 0700 if needed and writing the file with mode 0600
+// (it holds a credential). The file is replaced atomically. Errors: any
+// failure to create the directory or write the file.
 func WriteConfig(path string, cfg Config) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("client: write config: %w", err)
 	}
 	raw, err := yaml.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("client: write config: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".config-*")
-	if err != nil {
-		return fmt.Errorf("client: write config: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("client: write config: %w", err)
-	}
-	if _, err := tmp.Write(raw); err != nil {
-		tmp.Close()
-		return fmt.Errorf("client: write config: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("client: write config: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := privfile.Write(path, raw); err != nil {
 		return fmt.Errorf("client: write config: %w", err)
 	}
 	return nil
@@ -128,6 +146,13 @@ func ResolveConfig(flagServer, flagToken, path string) (Config, error) {
 		cfg.Server = file.Server
 	default:
 		cfg.Server = DefaultServer
+	}
+	switch {
+	case os.Getenv(EnvCAFile) != "":
+		cfg.CAFile = os.Getenv(EnvCAFile)
+	case flagServer == "" && os.Getenv(EnvServer) == "" || cfg.Server == file.Server:
+		// The file's CA goes with the file's server.
+		cfg.CertificateAuthorityData, cfg.CAFile = file.CertificateAuthorityData, file.CAFile
 	}
 	switch {
 	case flagToken != "":

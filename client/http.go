@@ -41,8 +41,13 @@ func NewHTTP(cfg Config) (Interface, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
+		tlsConfig, err := cfg.TLSConfig()
+		if err != nil {
+			return nil, err
+		}
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 64 // controllers and benchmarks run many requests in parallel
+		tr.TLSClientConfig = tlsConfig
 		hc = &http.Client{Transport: tr}
 	}
 	return &httpClient{base: base, token: cfg.Token, tokenSource: cfg.TokenSource, hc: hc}, nil
@@ -53,7 +58,7 @@ func normalizeServer(s string) (string, error) {
 		s = DefaultServer
 	}
 	if !strings.Contains(s, "://") {
-		s = "http://" + s
+		s = "https://" + s
 	}
 	u, err := url.Parse(s)
 	if err != nil {

@@ -22,13 +22,14 @@ import (
 // secrets collection) and runs after once the client has read and closed
 // each answer.
 type listRequests struct {
+	base  http.RoundTripper
 	n     atomic.Int64
 	limit sync.Map // request number → its limit parameter
 	after func(n int64)
 }
 
 func (l *listRequests) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultTransport.RoundTrip(req)
+	resp, err := l.base.RoundTrip(req)
 	if err == nil && req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/secrets") && req.URL.Query().Get("watch") == "" {
 		n := l.n.Add(1)
 		l.limit.Store(n, req.URL.Query().Get("limit"))
@@ -91,7 +92,7 @@ func TestHTTPClient_ListWithoutLimitReadsPagesOfListChunkSize(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := &listRequests{}
+			tr := &listRequests{base: srv.Transport()}
 			if tc.compact {
 				tr.after = func(n int64) {
 					if n != 1 {

@@ -59,8 +59,16 @@ const (
 // Options configures a server process. The zero value of every field but
 // DataDir has a sensible default.
 type Options struct {
-	// Listen is the HTTP address; default 127.0.0.1:7070.
+	// Listen is the HTTPS (or HTTP) address; default 127.0.0.1:7070.
 	Listen string
+	// TLSCertFile and TLSKeyFile are the user's own serving certificate
+	// and key (PEM); unset, the server issues its own from the CA the
+	// servers of its store share (tls.go).
+	TLSCertFile string
+	TLSKeyFile  string
+	// InsecureHTTP serves plain HTTP: an explicit opt-out of TLS (kubectl
+	// and client-go then send no token).
+	InsecureHTTP bool
 	// AdvertiseURL is the URL other processes reach this server at, stored
 	// as its identity in leader elections (API servers forward trace
 	// requests to the controllers' leader there); default the URL of the
@@ -156,6 +164,8 @@ type Daemon struct {
 	system   client.Interface // in-process client acting as the system
 	listener net.Listener
 	token    string
+	caPEM    []byte // the CA's certificate (tls.go); nil without one
+	caFile   string // where it is written, for CAIRN_CA_FILE
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -236,6 +246,11 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	if d.listener, err = net.Listen("tcp", opts.Listen); err != nil {
 		return d, fmt.Errorf("daemon: listen on %s: %w", opts.Listen, err)
 	}
+	serveTLS, peerTLS, err := d.setupTLS(ctx)
+	if err != nil {
+		d.listener.Close()
+		return d, err
+	}
 	if len(opts.Controllers) > 0 {
 		dir := opts.RuntimeDir
 		if dir == "" {
@@ -247,7 +262,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		d.manager, err = manager.New(manager.Options{
 			Client: d.system, Controllers: opts.Controllers, Identity: d.advertised(),
 			LeaderElection: true, LeaseDuration: opts.LeaderTTL, Logger: d.log, Metrics: d.metrics,
-			Runtime: d.runtime, APIServer: d.advertised(),
+			Runtime: d.runtime, APIServer: d.advertised(), APICAFile: d.caFile,
 		})
 		if err != nil {
 			return d, err
@@ -259,13 +274,16 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		events.Bind(d.registry, nil)
 	}
 	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log,
-		Traces: traceSource{d}, BodyReadTimeout: opts.BodyReadTimeout,
+		Traces: traceSource{d}, BodyReadTimeout: opts.BodyReadTimeout, TLS: serveTLS, PeerTLS: peerTLS,
 		MaxRequestsInflight: opts.MaxRequestsInflight, MaxWatches: opts.MaxWatches, WriteTimeout: opts.WriteTimeout})
 	if err != nil {
 		return d, err
 	}
 	if err := d.writeClientConfig(); err != nil {
 		d.log.Warn("could not write the client config", "path", opts.ClientConfigPath, "err", err)
+	}
+	if err := d.writeKubeconfig(); err != nil {
+		d.log.Warn("could not write the kubeconfig", "dir", filepath.Dir(opts.ClientConfigPath), "err", err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
@@ -342,6 +360,12 @@ func validate(o Options) error {
 	if o.DataDir == "" {
 		return fmt.Errorf("daemon: a data dir is required")
 	}
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		return fmt.Errorf("daemon: give both a TLS certificate file and its private key file, or neither")
+	}
+	if o.InsecureHTTP && o.TLSCertFile != "" {
+		return fmt.Errorf("daemon: a TLS certificate was given, but plain HTTP was asked for: choose one")
+	}
 	if o.StoreQuota < store.MinQuota {
 		return fmt.Errorf("daemon: the store quota must be at least %s, got %d bytes", store.FormatBytes(store.MinQuota), o.StoreQuota)
 	}
@@ -396,8 +420,14 @@ func (d *Daemon) spawn(f func() error) {
 	}()
 }
 
-// URL is the base URL clients reach the server at.
-func (d *Daemon) URL() string { return "http://" + d.listener.Addr().String() }
+// URL is the base URL clients reach the server at: https://host:port, or
+// http:// with Options.InsecureHTTP.
+func (d *Daemon) URL() string {
+	if d.opts.InsecureHTTP {
+		return "http://" + d.listener.Addr().String()
+	}
+	return "https://" + d.listener.Addr().String()
+}
 
 // advertised is the URL other processes reach this server at.
 func (d *Daemon) advertised() string {
@@ -472,7 +502,8 @@ func (d *Daemon) closeStore() {
 }
 
 // writeClientConfig writes the client config unless one exists that points
-// at another server. A config for this same URL gets the current token.
+// at another server. A config for this same URL gets the current token and
+// CA.
 func (d *Daemon) writeClientConfig() error {
 	path := d.opts.ClientConfigPath
 	if path == "" || d.token == "" { // no admin token on a full store
@@ -483,10 +514,10 @@ func (d *Daemon) writeClientConfig() error {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
 		return err
-	case cur.Server != d.URL() || cur.Token == d.token:
+	case cur.Server != d.URL() || (cur.Token == d.token && cur.CertificateAuthorityData == string(d.caPEM)):
 		return nil
 	}
-	return client.WriteConfig(path, client.Config{Server: d.URL(), Token: d.token})
+	return client.WriteConfig(path, d.ClientConfig())
 }
 
 // traceSource serves the traces of this server's controllers while it

@@ -43,7 +43,7 @@ func start(t *testing.T, opts daemon.Options) *daemon.Daemon {
 
 func httpClient(t *testing.T, d *daemon.Daemon) client.Interface {
 	t.Helper()
-	c, err := client.NewHTTP(client.Config{Server: d.URL(), Token: d.Token()})
+	c, err := client.NewHTTP(d.ClientConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

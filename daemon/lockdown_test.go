@@ -207,7 +207,7 @@ func TestServer_RestartsAfterSIGKILLLeftAStaleSocket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := client.NewHTTP(client.Config{Server: p.URL, Token: strings.TrimSpace(string(tok))})
+		c, err := client.NewHTTP(client.Config{Server: p.URL, Token: strings.TrimSpace(string(tok)), CAFile: filepath.Join(data, daemon.CAFileName)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -144,7 +144,7 @@ func get(t *testing.T, d *daemon.Daemon, path string) (int, string) {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+d.Token())
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testkit.HTTPClient(t, d.ClientConfig()).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func newEnv(t testing.TB, http bool, opts ...servertest.Option) *env {
 	ts := servertest.Start(t, opts...)
 	var c client.Interface = local.New(ts.Registry, identity.System())
 	if http {
-		hc, err := client.NewHTTP(client.Config{Server: ts.URL, Token: ts.Token})
+		hc, err := client.NewHTTP(ts.Config())
 		if err != nil {
 			t.Fatal(err)
 		}

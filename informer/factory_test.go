@@ -10,12 +10,13 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/informer"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/server/servertest"
 )
 
 // httpClient is an HTTP client of srv with the admin token.
-func httpClient(t *testing.T, url, token string) client.Interface {
+func httpClient(t *testing.T, srv *servertest.Server) client.Interface {
 	t.Helper()
-	c, err := client.NewHTTP(client.Config{Server: url, Token: token})
+	c, err := client.NewHTTP(srv.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func waitSynced(t *testing.T, f *informer.Factory) {
 
 func TestFactory_SharesOneInformerPerKindAndEveryControllerSeesItsEvents(t *testing.T) {
 	srv := startWithWidgets(t)
-	c := httpClient(t, srv.URL, srv.Token)
+	c := httpClient(t, srv)
 	mustCreate(t, c, testkit.Object(api.KindNamespace, "", "other"))
 	mustCreate(t, c, testkit.Secret("default", "before", nil))
 	f := informer.NewFactory(c, informer.Options{})
@@ -96,7 +97,7 @@ func TestFactory_SharesOneInformerPerKindAndEveryControllerSeesItsEvents(t *test
 
 func TestFactory_StartsAnInformerCreatedAfterStart(t *testing.T) {
 	srv := startWithWidgets(t)
-	c := httpClient(t, srv.URL, srv.Token)
+	c := httpClient(t, srv)
 	mustCreate(t, c, testkit.Widget("default", "w1"))
 	f := informer.NewFactory(c, informer.Options{})
 	f.For(api.KindSecret)
@@ -116,7 +117,7 @@ func TestFactory_StartsAnInformerCreatedAfterStart(t *testing.T) {
 
 func TestFactory_ShutdownStopsEveryInformerAndItsWatch(t *testing.T) {
 	srv := startWithWidgets(t)
-	c := httpClient(t, srv.URL, srv.Token)
+	c := httpClient(t, srv)
 	f := informer.NewFactory(c, informer.Options{})
 	f.For(api.KindSecret)
 	f.For(testkit.KindWidget)
@@ -146,7 +147,7 @@ func TestFactory_ShutdownStopsEveryInformerAndItsWatch(t *testing.T) {
 
 func TestFactory_EndOfStartContextStopsEveryInformer(t *testing.T) {
 	srv := startWithWidgets(t)
-	c := httpClient(t, srv.URL, srv.Token)
+	c := httpClient(t, srv)
 	f := informer.NewFactory(c, informer.Options{})
 	f.For(api.KindSecret)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -170,7 +171,7 @@ func TestFactory_EndOfStartContextStopsEveryInformer(t *testing.T) {
 
 func TestFactory_WaitForSyncBeforeStartWaitsForStartOrItsContext(t *testing.T) {
 	srv := startWithWidgets(t)
-	f := informer.NewFactory(httpClient(t, srv.URL, srv.Token), informer.Options{})
+	f := informer.NewFactory(httpClient(t, srv), informer.Options{})
 	inf := f.For(api.KindSecret)
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()

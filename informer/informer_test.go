@@ -34,14 +34,13 @@ type partition struct{ down atomic.Bool }
 func (p *partition) client(t *testing.T, srv *servertest.Server) client.Interface {
 	t.Helper()
 	var d net.Dialer
-	tr := &http.Transport{
-		DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if p.down.Load() {
-				return nil, errors.New("network partitioned by the test")
-			}
-			return d.DialContext(ctx, network, addr)
-		},
+	tr := srv.Transport()
+	tr.DisableKeepAlives = true
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if p.down.Load() {
+			return nil, errors.New("network partitioned by the test")
+		}
+		return d.DialContext(ctx, network, addr)
 	}
 	t.Cleanup(tr.CloseIdleConnections)
 	c, err := client.NewHTTP(client.Config{Server: srv.URL, Token: srv.Token, HTTPClient: &http.Client{Transport: tr}})

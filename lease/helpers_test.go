@@ -43,7 +43,7 @@ func (h *hangingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // newClient returns an HTTP client of s whose network can be made to hang.
 func newClient(t *testing.T, s *servertest.Server) (client.Interface, *hangingTransport) {
 	t.Helper()
-	tr := &hangingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}
+	tr := &hangingTransport{base: s.Transport()}
 	c, err := client.NewHTTP(client.Config{Server: s.URL, Token: s.Token, HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {
 		t.Fatal(err)

@@ -80,8 +80,11 @@ type Term struct {
 	// has none, and a controller that needs one fails its Setup.
 	Runtime runtime.Runtime
 	// APIServer is the URL that commands started on Runtime reach the API
-	// at (CAIRN_SERVER); empty when the process has no runtime.
+	// at (CAIRN_SERVER); empty when the process has no runtime. APICAFile
+	// is the PEM file of the CA its certificate verifies with
+	// (CAIRN_CA_FILE); empty when the system's roots do.
 	APIServer string
+	APICAFile string
 
 	mu        sync.Mutex
 	runnables []named
@@ -130,6 +133,7 @@ type Options struct {
 	// Term.APIServer). The manager does not close the Runtime.
 	Runtime   runtime.Runtime
 	APIServer string
+	APICAFile string
 }
 
 // Manager runs controllers while this process leads. Build it with New,
@@ -239,6 +243,7 @@ func (m *Manager) term(ctx context.Context) (err error) {
 		Traces:    m.opts.Traces,
 		Runtime:   m.opts.Runtime,
 		APIServer: m.opts.APIServer,
+		APICAFile: m.opts.APICAFile,
 	}
 	if t.Metrics == nil {
 		t.Metrics = prometheus.NewRegistry() // discarded: controllers may register freely

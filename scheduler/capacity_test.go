@@ -100,7 +100,7 @@ func TestJobs_RunWithinTheProjectsJobCapacity(t *testing.T) {
 	rec := h.record()
 	spec := script(`set -eu
 for j in one two three; do
-  curl -fsS -H "Authorization: Bearer $CAIRN_TOKEN" -o /dev/null \
+  curl -fsS --cacert "$CAIRN_CA_FILE" -H "Authorization: Bearer $CAIRN_TOKEN" -o /dev/null \
     -d '{"name":"'$j'","spec":{"command":["sh","-c","echo job $CAIRN_JOB; sleep 0.3"]}}' \
     "$CAIRN_SERVER/apis/cairn.dev/v1alpha1/namespaces/$CAIRN_NAMESPACE/events/$CAIRN_EVENT/jobs"
 done

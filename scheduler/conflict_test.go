@@ -30,7 +30,7 @@ func TestObserver_409And404TreatTheWorkerAsEndedOrDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Stop() })
-	c, err := client.NewHTTP(client.Config{Server: d.URL(), Token: d.Token()})
+	c, err := client.NewHTTP(d.ClientConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(func() { _ = d.Stop() })
-	c, err := client.NewHTTP(client.Config{Server: d.URL(), Token: d.Token()})
+	c, err := client.NewHTTP(d.ClientConfig())
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func (h *harness) do(method, path, token string, body any) (int, []byte) {
 		token = h.d.Token()
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testkit.HTTPClient(h.t, h.d.ClientConfig()).Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}

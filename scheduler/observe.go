@@ -204,7 +204,7 @@ func (s *Scheduler) start(ctx context.Context, ev *api.Event, job string, spec a
 	if err != nil {
 		return runtime.State{}, err
 	}
-	us, err := s.opts.BuildUnit(UnitInput{Event: ev, Job: job, Spec: spec, Secrets: sec.Data, Server: s.opts.APIServer, Path: s.opts.Path})
+	us, err := s.opts.BuildUnit(UnitInput{Event: ev, Job: job, Spec: spec, Secrets: sec.Data, Server: s.opts.APIServer, CAFile: s.opts.APICAFile, Path: s.opts.Path})
 	if err != nil {
 		return runtime.State{}, err
 	}

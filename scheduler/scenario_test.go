@@ -22,7 +22,7 @@ func TestWorker_SucceedsWithItsEnvironmentAndIsCleanedUpAfterTheGracePeriod(t *t
 	}
 	spec := script(`set -e
 echo "hello from $CAIRN_EVENT in $CAIRN_NAMESPACE"
-test -n "$CAIRN_SERVER" && test -n "$CAIRN_TOKEN"
+test -n "$CAIRN_SERVER" && test -n "$CAIRN_TOKEN" && grep -q "BEGIN CERTIFICATE" "$CAIRN_CA_FILE"
 test "$(cat "$CAIRN_SECRETS_DIR/password")" = pw
 grep -q '"project": "env"' "$CAIRN_EVENT_FILE"
 test "$(stat -c %a "$CAIRN_EVENT_FILE")" = 600
@@ -113,7 +113,7 @@ func TestWorker_TimeoutKillsItsProcessGroupAndCleansUpAtOnce(t *testing.T) {
 
 func TestJob_FailsToStartWithAReason(t *testing.T) {
 	h := startHarness(t, controllers.Config{})
-	h.project("jobs", script(`curl -fsS -H "Authorization: Bearer $CAIRN_TOKEN" -o /dev/null \
+	h.project("jobs", script(`curl -fsS --cacert "$CAIRN_CA_FILE" -H "Authorization: Bearer $CAIRN_TOKEN" -o /dev/null \
   -d '{"name":"ghost","spec":{"command":["no-such-command-cairn"]}}' \
   "$CAIRN_SERVER/apis/cairn.dev/v1alpha1/namespaces/$CAIRN_NAMESPACE/events/$CAIRN_EVENT/jobs"; sleep 300`))
 	name := h.create("jobs")

@@ -48,8 +48,11 @@ type Options struct {
 	Workers int
 	// Runtime runs the units. Required.
 	Runtime runtime.Runtime
-	// APIServer is the URL units reach the API at (CAIRN_SERVER).
+	// APIServer is the URL units reach the API at (CAIRN_SERVER), and
+	// APICAFile the PEM file of the CA its certificate is issued by
+	// (CAIRN_CA_FILE; "" when the server has none of cairn's).
 	APIServer string
+	APICAFile string
 	// Path is the PATH of units whose spec sets none; default this
 	// process's.
 	Path string

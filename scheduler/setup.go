@@ -16,7 +16,7 @@ func Setup(t *manager.Term, opts Options) error {
 	}
 	opts.Runtime, opts.Informers, opts.Traces = t.Runtime, t.Informers, t.Traces
 	if opts.APIServer == "" {
-		opts.APIServer = t.APIServer
+		opts.APIServer, opts.APICAFile = t.APIServer, t.APICAFile
 	}
 	if opts.Logger == nil {
 		opts.Logger = t.Logger

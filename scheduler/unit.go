@@ -34,8 +34,10 @@ type UnitInput struct {
 	// Secrets is the event Secret's data: the project's secrets as copied
 	// at creation, and the worker's token under api.EventTokenKey.
 	Secrets map[string][]byte
-	// Server is the API's URL (CAIRN_SERVER).
+	// Server is the API's URL (CAIRN_SERVER), and CAFile the CA file its
+	// certificate verifies with (CAIRN_CA_FILE, when not "").
 	Server string
+	CAFile string
 	// Path is the PATH of units whose spec sets none.
 	Path string
 }
@@ -49,7 +51,7 @@ func (e *StartError) Error() string { return e.Reason }
 // UnitSpec builds the runtime spec of a worker's (Job "") or job's unit:
 // its command (looked up in its PATH first, so a missing command fails
 // with a reason rather than starting at all), its environment (the spec's,
-// PATH, and CAIRN_SERVER, CAIRN_TOKEN, CAIRN_NAMESPACE, CAIRN_EVENT,
+// PATH, and CAIRN_SERVER, CAIRN_CA_FILE, CAIRN_TOKEN, CAIRN_NAMESPACE, CAIRN_EVENT,
 // CAIRN_EVENT_FILE, CAIRN_SECRETS_DIR, CAIRN_WORKSPACE, and CAIRN_JOB for a
 // job), and its files: the event as JSON and one file per secret key, each
 // mode 0600 in its own workspace. Errors: *StartError.
@@ -66,6 +68,9 @@ func UnitSpec(in UnitInput) (runtime.Spec, error) {
 		return runtime.Spec{}, err
 	}
 	env["CAIRN_SERVER"] = in.Server
+	if in.CAFile != "" {
+		env["CAIRN_CA_FILE"] = in.CAFile
+	}
 	env["CAIRN_TOKEN"] = string(in.Secrets[api.EventTokenKey])
 	env["CAIRN_NAMESPACE"] = ev.Namespace
 	env["CAIRN_EVENT"] = ev.Name

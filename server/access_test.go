@@ -147,7 +147,7 @@ func TestActions_StreamIsFlushedAsWritten(t *testing.T) {
 	s := startWithWidgets(t, h)
 	req, _ := http.NewRequest("GET", s.URL+nsPath("default", "widgets", "w", "logs"), nil)
 	req.Header.Set("Authorization", "Bearer "+s.Token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.HTTPClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,9 +125,15 @@ func (s *Server) serveObject(w *statusWriter, r *http.Request, rt *route) {
 		err  error
 		code = http.StatusOK
 	)
+	var tbl *tabler
 	switch r.Method {
 	case http.MethodGet:
-		out, err = s.reg.Get(ctx, rt.kind.Kind, rt.ns, rt.name)
+		if tbl, err = tableFor(r, rt); err != nil || status {
+			tbl = nil
+		}
+		if err == nil {
+			out, err = s.reg.Get(ctx, rt.kind.Kind, rt.ns, rt.name)
+		}
 	case http.MethodPut:
 		var obj *api.Object
 		var o api.WriteOptions
@@ -176,6 +182,15 @@ func (s *Server) serveObject(w *statusWriter, r *http.Request, rt *route) {
 	}
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if tbl != nil {
+		raw, err := tbl.table([]*api.Object{out}, api.ListMeta{ResourceVersion: out.ResourceVersion})
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeAs(w, r, tbl.offer, raw)
 		return
 	}
 	s.writeJSON(w, r, code, out)

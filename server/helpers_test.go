@@ -34,10 +34,11 @@ type client struct {
 	t     testing.TB
 	url   string
 	token string
+	hc    *http.Client
 }
 
 func newClient(t testing.TB, s *servertest.Server) *client {
-	return &client{t: t, url: s.URL, token: s.Token}
+	return &client{t: t, url: s.URL, token: s.Token, hc: s.HTTPClient()}
 }
 
 // as returns a client using token instead.
@@ -77,7 +78,7 @@ func (c *client) do(method, p string, body any, headers ...string) reply {
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.hc.Do(req)
 	if err != nil {
 		c.t.Fatalf("%s %s: %v", method, p, err)
 	}

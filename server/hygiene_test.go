@@ -59,7 +59,7 @@ func TestBodyReadTimeout_SlowBodyGets408AndTheConnectionCloses(t *testing.T) {
 // testkit.SlowPost).
 func slowRequest(t *testing.T, s *servertest.Server, path, token string, body []byte) (*http.Response, []byte, bool) {
 	t.Helper()
-	return testkit.SlowPost(t, s.URL, path, token, body)
+	return testkit.SlowPost(t, s.URL, path, token, body, s.Transport().TLSClientConfig)
 }
 
 // TestBodyReadTimeout_DoesNotCutWatchesOrStreams: the body deadline

@@ -27,25 +27,43 @@ import (
 // connection is aborted before the list's closing brackets), so the
 // client's decoding fails rather than taking a partial list for a whole
 // one, and the failure is logged.
+//
+// A request for a Table (table.go) gets one, streamed the same way, its
+// metadata always after its rows.
 func (s *Server) serveList(w *statusWriter, r *http.Request, rt *route, opts api.ListOptions) {
 	ctx := r.Context()
+	tbl, err := tableFor(r, rt)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	lr, err := s.reg.OpenList(ctx, rt.kind.Kind, rt.ns, opts)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	metaFirst := opts.Limit == 0
+	metaFirst := opts.Limit == 0 && tbl == nil
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
+	encode := marshalItem
+	var b []byte
+	if tbl != nil {
+		h.Set("Content-Type", tbl.offer.String())
+		encode, b = tbl.row, tbl.head()
+	}
 	w.WriteHeader(http.StatusOK)
 
-	b := appendListHead(nil, api.TypeMeta{APIVersion: api.APIVersion, Kind: lr.Kind()})
+	if tbl == nil {
+		b = appendListHead(nil, api.TypeMeta{APIVersion: api.APIVersion, Kind: lr.Kind()})
+	}
 	if metaFirst {
 		b = appendListMeta(b, api.ListMeta{ResourceVersion: lr.ResourceVersion()})
 		b = append(b, ',')
 	}
-	b = append(b, `"items":[`...)
+	if tbl == nil {
+		b = append(b, `"items":[`...)
+	}
 	for n := 0; ; n++ {
 		obj, err := lr.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -54,7 +72,7 @@ func (s *Server) serveList(w *statusWriter, r *http.Request, rt *route, opts api
 		if err != nil {
 			s.abortList(r, err)
 		}
-		raw, err := marshalItem(obj)
+		raw, err := encode(obj)
 		if err != nil {
 			s.abortList(r, err)
 		}

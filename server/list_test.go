@@ -254,12 +254,12 @@ func streamList(body io.Reader) (rv, cont string, items []string, err error) {
 	return rv, cont, items, err
 }
 
-// getStream GETs p with ctx and hc (http.DefaultClient when nil) and returns the
+// getStream GETs p with ctx and hc (s.HTTPClient() when nil) and returns the
 // response, failing the test on an error status.
 func getStream(t testing.TB, ctx context.Context, hc *http.Client, s *servertest.Server, p string) *http.Response {
 	t.Helper()
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = s.HTTPClient()
 	}
 	req, _ := http.NewRequestWithContext(ctx, "GET", s.URL+p, nil)
 	req.Header.Set("Authorization", "Bearer "+s.Token)
@@ -355,7 +355,7 @@ func TestList_StoreFailureAfterTheFirstPageTruncatesTheBody(t *testing.T) {
 	var logs syncBuffer
 	s := servertest.Start(t, servertest.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	createObjects(t, s, "Secret", "big", 16, 512<<10) // 11 MB of JSON: more than the sockets hold (64 KiB + at most 4 MiB)
-	resp := getStream(t, testkit.Context(t), smallBuffers(), s, nsPath("default", "secrets"))
+	resp := getStream(t, testkit.Context(t), smallBuffers(s), s, nsPath("default", "secrets"))
 	defer resp.Body.Close()
 	// The client reads nothing yet, so the server is blocked within the
 	// first pages; the store then compacts the list's revision away.
@@ -392,16 +392,18 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-// smallBuffers is an HTTP client whose connections' receive buffers stay
-// at 64 KiB (no autotuning), so that a response it does not read soon
-// blocks the server.
-func smallBuffers() *http.Client {
+// smallBuffers is an HTTP client of s whose connections' receive buffers
+// stay at 64 KiB (no autotuning), so that a response it does not read
+// soon blocks the server.
+func smallBuffers(s *servertest.Server) *http.Client {
 	d := &net.Dialer{}
-	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	tr := s.Transport()
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetReadBuffer(64 << 10)
 		}
 		return c, err
-	}}}
+	}
+	return &http.Client{Transport: tr}
 }

@@ -11,6 +11,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -65,6 +66,13 @@ type Options struct {
 	// kept by this process, or the address of the process that keeps them.
 	// Nil answers 503.
 	Traces TraceSource
+	// TLS, when set, makes Serve speak HTTPS with it (pki.ServerConfig);
+	// nil serves plain HTTP.
+	TLS *tls.Config
+	// PeerTLS is the client TLS configuration of requests to other cairn
+	// processes (trace requests forwarded to the controllers' leader): it
+	// trusts the CA they serve with. Nil trusts the system's roots.
+	PeerTLS *tls.Config
 
 	// Memory per request (limits.go). MaxRequestsInflight caps the API
 	// requests served at once, watches and other long-running responses
@@ -138,8 +146,10 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: register metrics: %w", err)
 	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = opts.PeerTLS
 	return &Server{opts: opts, reg: opts.Registry, auth: opts.Auth, log: opts.Logger,
-		metrics: m, inflight: lim, streams: map[*stream]struct{}{}, forwarder: &http.Client{Timeout: 10 * time.Second}}, nil
+		metrics: m, inflight: lim, streams: map[*stream]struct{}{}, forwarder: &http.Client{Timeout: 10 * time.Second, Transport: tr}}, nil
 }
 
 // ServeHTTP serves one request. It blocks until the response is complete:
@@ -241,13 +251,17 @@ func storeFull(sp store.Space) error {
 		"are refused until space is freed, and cairn then accepts them again by itself", sp)
 }
 
-// Serve serves HTTP on l until ctx ends or the listener fails. When ctx
+// Serve serves HTTP (HTTPS with Options.TLS) on l until ctx ends or the
+// listener fails. When ctx
 // ends it stops accepting connections, ends every watch and streaming
 // response cleanly, waits up to ShutdownTimeout for in-flight requests, and
 // returns nil (or the shutdown error after closing the remaining
 // connections). A listener failure is returned wrapped. Serve may be called
 // for several listeners at once.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	if s.opts.TLS != nil {
+		l = tls.NewListener(l, s.opts.TLS)
+	}
 	st := &serveState{}
 	hs := &http.Server{
 		Handler:           s,

@@ -91,6 +91,11 @@ func finishStream(e *stream) {
 // ends the initial events of sendInitialEvents always is); with a timeout
 // the stream ends cleanly after it, and the client watches again.
 func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts api.ListOptions, wp watchParams) {
+	tbl, err := tableFor(r, rt)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	e, err := s.openStream(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -145,6 +150,14 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 					w.Flush() // the burst it ended
 				}
 				continue
+			}
+			if tbl != nil && (ev.Type == api.Added || ev.Type == api.Modified || ev.Type == api.Deleted) {
+				// Each change as a Table of one row.
+				if ev.Raw, err = tbl.table([]*api.Object{ev.Object}, api.ListMeta{ResourceVersion: ev.Object.ResourceVersion}); err != nil {
+					s.log.Error("encode watch event as a table", "path", r.URL.Path, "err", err)
+					open = false
+					break
+				}
 			}
 			if line, err = appendWatchEvent(line[:0], ev); err != nil {
 				s.log.Error("encode watch event", "path", r.URL.Path, "err", err)

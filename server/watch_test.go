@@ -35,7 +35,7 @@ func openStream(t testing.TB, s *servertest.Server, p string) io.ReadCloser {
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, "GET", s.URL+p, nil)
 	req.Header.Set("Authorization", "Bearer "+s.Token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.HTTPClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestApply_CreateThenConfigureThenUnchanged(t *testing.T) {
 		{v2, "secret/db unchanged\n"},
 	}
 	for i, st := range steps {
-		r := clitest.Run(t, srv.URL, srv.Token, "apply", "-f", st.file)
+		r := clitest.Run(t, srv.Config(), "apply", "-f", st.file)
 		if r.Error != nil || r.Out != st.want {
 			t.Fatalf("step %d: out %q, err %v, stderr %q; want %q", i, r.Out, r.Error, r.Err, st.want)
 		}
@@ -53,7 +53,7 @@ func TestApply_KeepsStatusFinalizersAndForeignAnnotations(t *testing.T) {
 	srv := servertest.Start(t)
 	ctx := identity.With(context.Background(), identity.System()) // for the registry
 	f := write(t, t.TempDir(), "ns.yaml", "kind: Namespace\nmetadata:\n  name: team\n  annotations: {mine: a}\n")
-	if r := clitest.Run(t, srv.URL, srv.Token, "apply", "-f", f); r.Error != nil {
+	if r := clitest.Run(t, srv.Config(), "apply", "-f", f); r.Error != nil {
 		t.Fatalf("apply: %v", r.Error)
 	}
 	if _, err := srv.Registry.Patch(ctx, "Namespace", "", "team",
@@ -61,7 +61,7 @@ func TestApply_KeepsStatusFinalizersAndForeignAnnotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	f = write(t, t.TempDir(), "ns.yaml", "kind: Namespace\nmetadata:\n  name: team\n  annotations: {mine: b}\n")
-	r := clitest.Run(t, srv.URL, srv.Token, "apply", "-f", f)
+	r := clitest.Run(t, srv.Config(), "apply", "-f", f)
 	if r.Error != nil || r.Out != "namespace/team configured\n" {
 		t.Fatalf("apply: %q %v", r.Out, r.Error)
 	}
@@ -86,7 +86,7 @@ func TestApply_MultiDocumentFileDirectoryAndStdin(t *testing.T) {
 	write(t, dir, "2-secrets.yaml", "---\nkind: Secret\nmetadata: {name: a, namespace: team}\n---\nkind: Secret\nmetadata: {name: b}\n")
 	write(t, dir, "3-more.json", `{"kind":"Secret","metadata":{"name":"c","namespace":"team"}}`)
 
-	r := clitest.Run(t, srv.URL, srv.Token, "apply", "-f", dir, "-n", "team")
+	r := clitest.Run(t, srv.Config(), "apply", "-f", dir, "-n", "team")
 	want := "namespace/team created\nsecret/a created\nsecret/b created\nsecret/c created\n"
 	if r.Error != nil || r.Out != want {
 		t.Fatalf("apply dir: out %q err %v", r.Out, r.Error)
@@ -95,7 +95,7 @@ func TestApply_MultiDocumentFileDirectoryAndStdin(t *testing.T) {
 		t.Errorf("secret without a namespace did not go to -n: %v", err)
 	}
 
-	r = clitest.RunContext(context.Background(), t, srv.URL, srv.Token, clitest.Cmd{
+	r = clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{
 		Args:  []string{"apply", "-f", "-"},
 		Stdin: "kind: Secret\nmetadata: {name: s1}\n---\nkind: secrets\nmetadata: {name: s2}\n",
 	}, nil)
@@ -108,7 +108,7 @@ func TestApply_ParseErrorNamesFileAndLineAndAppliesNothing(t *testing.T) {
 	srv := servertest.Start(t)
 	f := write(t, t.TempDir(), "broken.yaml",
 		"kind: Secret\nmetadata: {name: first}\n---\nkind: Secret\nmetadata:\n  name: second\n   bad: indent\n")
-	r := clitest.Run(t, srv.URL, srv.Token, "apply", "-f", f)
+	r := clitest.Run(t, srv.Config(), "apply", "-f", f)
 	if r.Error == nil {
 		t.Fatalf("apply succeeded: %q", r.Out)
 	}
@@ -146,7 +146,7 @@ func TestApply_ServerErrorsNameTheObject(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := write(t, t.TempDir(), "f.yaml", tt.body)
-			r := clitest.Run(t, srv.URL, srv.Token, "apply", "-f", f)
+			r := clitest.Run(t, srv.Config(), "apply", "-f", f)
 			if r.Error == nil {
 				t.Fatalf("apply succeeded: %q", r.Out)
 			}
@@ -177,7 +177,7 @@ func TestApply_ExamplesStayValid(t *testing.T) {
 			"namespace/team-a unchanged\nsecret/api-key unchanged\n"},
 	}
 	for _, st := range steps {
-		r := clitest.Run(t, srv.URL, srv.Token, "apply", "-f", filepath.Join(examples, st.file))
+		r := clitest.Run(t, srv.Config(), "apply", "-f", filepath.Join(examples, st.file))
 		if r.Error != nil || r.Out != st.want {
 			t.Errorf("apply -f examples/%s: out %q, err %v", st.file, r.Out, r.Error)
 		}

@@ -24,13 +24,13 @@ func TestApply_HangingDeletionIsExplainedAndReleasedByDeleteWithoutUninstall(t *
 	d, c := clitest.StartDaemon(t, daemon.Options{Controllers: controllers.List(controllers.Config{}), LeaderTTL: time.Second})
 	run := func(args ...string) clitest.Result {
 		t.Helper()
-		r := clitest.Run(t, d.URL(), d.Token(), args...)
+		r := clitest.Run(t, d.ClientConfig(), args...)
 		if r.Error != nil {
 			t.Fatalf("cairn %s: %v %s", strings.Join(args, " "), r.Error, r.Err)
 		}
 		return r
 	}
-	r := clitest.RunContext(context.Background(), t, d.URL(), d.Token(), clitest.Cmd{Args: []string{"apply", "-f", "-"}, Stdin: `
+	r := clitest.RunContext(context.Background(), t, d.ClientConfig(), clitest.Cmd{Args: []string{"apply", "-f", "-"}, Stdin: `
 kind: Namespace
 metadata: {name: hang}
 ---

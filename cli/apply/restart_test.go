@@ -14,6 +14,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/internal/testkit"
 )
 
@@ -106,14 +107,14 @@ func TestApply_KilledServerConvergesATreeAfterRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		token := strings.TrimSpace(string(b))
-		c, err := client.NewHTTP(client.Config{Server: p.URL, Token: token})
+		c, err := client.NewHTTP(client.Config{Server: p.URL, Token: token, CAFile: filepath.Join(data, daemon.CAFileName)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p, c, token
 	}
 	p, c, token := start()
-	r := clitest.RunContext(context.Background(), t, p.URL, token, clitest.Cmd{Args: []string{"apply", "-f", "-"},
+	r := clitest.RunContext(context.Background(), t, client.Config{Server: p.URL, Token: token, CAFile: filepath.Join(data, daemon.CAFileName)}, clitest.Cmd{Args: []string{"apply", "-f", "-"},
 		Stdin: fmt.Sprintf(restartTree, runs)}, nil)
 	if r.Error != nil {
 		t.Fatalf("apply: %v %s", r.Error, r.Err)

@@ -24,7 +24,7 @@ func TestApply_ShopExampleConvergesToSucceeded(t *testing.T) {
 	d, c := clitest.StartDaemon(t, daemon.Options{Controllers: controllers.List(controllers.Config{}), LeaderTTL: time.Second})
 	run := func(args ...string) clitest.Result {
 		t.Helper()
-		r := clitest.Run(t, d.URL(), d.Token(), args...)
+		r := clitest.Run(t, d.ClientConfig(), args...)
 		if r.Error != nil {
 			t.Fatalf("cairn %s: %v %s", strings.Join(args, " "), r.Error, r.Err)
 		}
@@ -39,7 +39,7 @@ func TestApply_ShopExampleConvergesToSucceeded(t *testing.T) {
 			return err
 		}
 		if in.Status.Phase != api.InstallationSucceeded {
-			r := clitest.Run(t, d.URL(), d.Token(), "get", "installation", "shop", "-n", "shop", "--tree")
+			r := clitest.Run(t, d.ClientConfig(), "get", "installation", "shop", "-n", "shop", "--tree")
 			return errString("phase " + string(in.Status.Phase) + "\n" + r.Out)
 		}
 		return nil

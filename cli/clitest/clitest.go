@@ -6,12 +6,14 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"cairn.dev/cairn/cli/root"
+	"cairn.dev/cairn/client"
 )
 
 // Buffer is a bytes.Buffer safe for a command writing while a test reads.
@@ -48,28 +50,32 @@ type Cmd struct {
 	Stdin string
 }
 
-// Run runs `cairn args...` against the server at url with token (flags
-// --server and --token, and a --config file that does not exist, so the
-// user's own config is never read). It blocks until the command returns.
-func Run(t testing.TB, url, token string, args ...string) Result {
+// Run runs `cairn args...` against the server cfg names, with its token
+// and CA (flags --server, --token and --certificate-authority, and a
+// --config file that does not exist, so the user's own config is never
+// read). It blocks until the command returns.
+func Run(t testing.TB, cfg client.Config, args ...string) Result {
 	t.Helper()
-	return RunContext(context.Background(), t, url, token, Cmd{Args: args}, nil)
+	return RunContext(context.Background(), t, cfg, Cmd{Args: args}, nil)
 }
 
 // RunContext is Run with a context (cancel it to end a watch), standard
 // input, and out, when not nil, receiving the output as it is written.
-func RunContext(ctx context.Context, t testing.TB, url, token string, c Cmd, out *Buffer) Result {
+func RunContext(ctx context.Context, t testing.TB, cfg client.Config, c Cmd, out *Buffer) Result {
 	t.Helper()
 	if out == nil {
 		out = &Buffer{}
 	}
 	var errOut Buffer
 	var global []string
-	if url != "" {
-		global = append(global, "--server", url)
+	if cfg.Server != "" {
+		global = append(global, "--server", cfg.Server)
 	}
-	if token != "" {
-		global = append(global, "--token", token)
+	if cfg.Token != "" {
+		global = append(global, "--token", cfg.Token)
+	}
+	if ca := caFile(t, cfg); ca != "" {
+		global = append(global, "--certificate-authority", ca)
 	}
 	global = append(global, "--config", filepath.Join(t.TempDir(), "no-config"))
 	cmd := root.New(root.IOStreams{In: strings.NewReader(c.Stdin), Out: out, ErrOut: &errOut})
@@ -79,3 +85,16 @@ func RunContext(ctx context.Context, t testing.TB, url, token string, c Cmd, out
 }
 
 var _ io.Writer = (*Buffer)(nil)
+
+// caFile is a file holding cfg's CA (its CAFile, or its data written to a
+// temporary file); "" when cfg has none.
+func caFile(t testing.TB, cfg client.Config) string {
+	if cfg.CAFile != "" || cfg.CertificateAuthorityData == "" {
+		return cfg.CAFile
+	}
+	path := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(path, []byte(cfg.CertificateAuthorityData), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

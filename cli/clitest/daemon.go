@@ -31,7 +31,7 @@ func StartDaemon(t testing.TB, opts daemon.Options) (*daemon.Daemon, client.Inte
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Stop() })
-	c, err := client.NewHTTP(client.Config{Server: d.URL(), Token: d.Token()})
+	c, err := client.NewHTTP(d.ClientConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ import (
 type flags struct {
 	server      string
 	tokenFile   string
+	caFile      string
 	listen      string
 	advertise   string
 	controllers string
@@ -69,6 +70,7 @@ everything but the probes needs a bearer token the API server accepts.`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.server, "server", "", "URL of the cairn API server (required)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token the controllers act with (required; mode 0600)")
+	fs.StringVar(&f.caFile, "certificate-authority", "", "PEM file of the CA the server's certificate is issued by (the server's <data-dir>/ca.crt; default the system's roots)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:7071", "address for health, metrics and traces")
 	fs.StringVar(&f.advertise, "advertise-url", "", "URL API servers reach this process at, to forward trace requests (default the --listen address)")
 	fs.StringVar(&f.controllers, "controllers", "true", "which controllers to run: true (all) or a list ("+strings.Join(controllers.Names(), ",")+")")
@@ -115,7 +117,12 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	c, err := client.NewHTTP(client.Config{Server: f.server, Token: token, TokenSource: "--token-file " + f.tokenFile})
+	cfg := client.Config{Server: f.server, Token: token, TokenSource: "--token-file " + f.tokenFile, CAFile: f.caFile}
+	tlsConfig, err := cfg.TLSConfig()
+	if err != nil {
+		return fmt.Errorf("--certificate-authority: %w", err)
+	}
+	c, err := client.NewHTTP(cfg)
 	if err != nil {
 		return fmt.Errorf("--server: %w", err)
 	}
@@ -138,12 +145,15 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 	}
 	defer rt.Close()
 	m, err := manager.New(manager.Options{Client: c, Controllers: ctrls, Identity: url, LeaderElection: true,
-		LeaseDuration: f.leaderTTL, Logger: log, Metrics: reg, Runtime: rt, APIServer: strings.TrimSuffix(f.server, "/")})
+		LeaseDuration: f.leaderTTL, Logger: log, Metrics: reg, Runtime: rt, APIServer: strings.TrimSuffix(f.server, "/"), APICAFile: f.caFile})
 	if err != nil {
 		l.Close()
 		return err
 	}
-	hs := &http.Server{Handler: m.Handler(manager.HandlerOptions{Server: f.server, Metrics: reg}),
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsConfig
+	hs := &http.Server{Handler: m.Handler(manager.HandlerOptions{Server: f.server, Metrics: reg,
+		HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: tr}}),
 		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(l) }()

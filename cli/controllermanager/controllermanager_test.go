@@ -196,7 +196,7 @@ func TestControllerManager_TracesForwardedFromAPIServerToIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 30*time.Second, "explain through the API server to name what holds the namespace", func() bool {
-		res := clitest.Run(t, d.URL(), d.Token(), "explain", "namespace/demo")
+		res := clitest.Run(t, d.ClientConfig(), "explain", "namespace/demo")
 		return res.Error == nil && strings.Contains(res.Out, "waits for Secret demo/held") &&
 			strings.Contains(res.Out, "example.com/hold")
 	})

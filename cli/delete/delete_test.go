@@ -18,7 +18,7 @@ import (
 
 func apply(t *testing.T, srv *servertest.Server, manifest string) {
 	t.Helper()
-	r := clitest.RunContext(context.Background(), t, srv.URL, srv.Token,
+	r := clitest.RunContext(context.Background(), t, srv.Config(),
 		clitest.Cmd{Args: []string{"apply", "-f", "-"}, Stdin: manifest}, nil)
 	if r.Error != nil {
 		t.Fatalf("apply: %v %s", r.Error, r.Err)
@@ -46,14 +46,14 @@ func TestDelete_MarksThenWaitBlocksUntilGone(t *testing.T) {
 	srv := servertest.Start(t)
 	apply(t, srv, "kind: Secret\nmetadata: {name: a}\n---\nkind: Secret\nmetadata: {name: b}\n")
 
-	r := clitest.Run(t, srv.URL, srv.Token, "delete", "secret", "a")
+	r := clitest.Run(t, srv.Config(), "delete", "secret", "a")
 	if r.Error != nil || r.Out != "secret/a marked for deletion\n" {
 		t.Fatalf("delete: %q %v %q", r.Out, r.Error, r.Err)
 	}
 
 	waited := make(chan clitest.Result, 1)
 	go func() {
-		waited <- clitest.Run(t, srv.URL, srv.Token, "delete", "secrets", "b", "--wait", "--timeout", "20s")
+		waited <- clitest.Run(t, srv.Config(), "delete", "secrets", "b", "--wait", "--timeout", "20s")
 	}()
 	finish(t, srv, "Secret", "default", "b")
 	r = <-waited
@@ -69,7 +69,7 @@ func TestDelete_WaitTimesOutSayingWhatItSaw(t *testing.T) {
 	srv := servertest.Start(t)
 	apply(t, srv, "kind: Secret\nmetadata: {name: stuck}\n")
 	start := time.Now()
-	r := clitest.Run(t, srv.URL, srv.Token, "delete", "secret", "stuck", "--wait", "--timeout", "300ms")
+	r := clitest.Run(t, srv.Config(), "delete", "secret", "stuck", "--wait", "--timeout", "300ms")
 	if r.Error == nil {
 		t.Fatalf("delete --wait of a stuck object succeeded: %q", r.Out)
 	}
@@ -89,12 +89,14 @@ func TestDelete_ForceRemovesAtOnceForAdminsOnly(t *testing.T) {
 	apply(t, srv, "kind: Secret\nmetadata: {name: a, finalizers: [test/hold]}\n---\nkind: Secret\nmetadata: {name: b}\n")
 
 	user := srv.NewToken(t, identity.User{Name: "alice"})
-	r := clitest.Run(t, srv.URL, user, "delete", "secret", "b", "--force")
+	cfg := srv.Config()
+	cfg.Token = user
+	r := clitest.Run(t, cfg, "delete", "secret", "b", "--force")
 	if r.Error == nil || !strings.Contains(r.Err, "Error: ") {
 		t.Errorf("a non-admin forced a deletion: %q %v", r.Out, r.Error)
 	}
 
-	r = clitest.Run(t, srv.URL, srv.Token, "delete", "secret", "a", "b", "--force")
+	r = clitest.Run(t, srv.Config(), "delete", "secret", "a", "b", "--force")
 	if r.Error != nil || r.Out != "secret/a deleted\nsecret/b deleted\n" {
 		t.Fatalf("delete --force: %q %v %q", r.Out, r.Error, r.Err)
 	}
@@ -112,15 +114,15 @@ func TestDelete_FromManifestAndMissingObjects(t *testing.T) {
 	if err := os.WriteFile(f, []byte("kind: Secret\nmetadata: {name: a}\n---\nkind: Secret\nmetadata: {name: ghost}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := clitest.Run(t, srv.URL, srv.Token, "delete", "-f", f)
+	r := clitest.Run(t, srv.Config(), "delete", "-f", f)
 	if r.Error == nil || r.Out != "secret/a marked for deletion\n" || !strings.Contains(r.Err, f+`:4: Secret "ghost" not found`) {
 		t.Errorf("delete -f: out %q err %v stderr %q", r.Out, r.Error, r.Err)
 	}
-	r = clitest.Run(t, srv.URL, srv.Token, "delete", "secret", "ghost", "--ignore-not-found")
+	r = clitest.Run(t, srv.Config(), "delete", "secret", "ghost", "--ignore-not-found")
 	if r.Error != nil || r.Out != "" {
 		t.Errorf("--ignore-not-found: %q %v", r.Out, r.Error)
 	}
-	r = clitest.Run(t, srv.URL, srv.Token, "delete", "secret")
+	r = clitest.Run(t, srv.Config(), "delete", "secret")
 	if r.Error == nil || !strings.Contains(r.Err, "cairn delete KIND NAME") {
 		t.Errorf("delete without a name: %v %q", r.Error, r.Err)
 	}

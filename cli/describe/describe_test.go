@@ -32,7 +32,7 @@ func vaultKind() registry.Kind {
 
 func TestDescribe_SecretShowsMetadataAndKeySizesNeverValues(t *testing.T) {
 	srv := servertest.Start(t)
-	r := clitest.RunContext(context.Background(), t, srv.URL, srv.Token, clitest.Cmd{
+	r := clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{
 		Args: []string{"apply", "-f", "-", "-n", "team"},
 		Stdin: "kind: Namespace\nmetadata: {name: team}\n---\n" +
 			"kind: Secret\nmetadata:\n  name: db\n  labels: {app: web, tier: db}\n  annotations: {note: hello}\n" +
@@ -44,7 +44,7 @@ func TestDescribe_SecretShowsMetadataAndKeySizesNeverValues(t *testing.T) {
 	if _, _, err := srv.Registry.Delete(identity.With(context.Background(), identity.System()), api.KindSecret, "team", "db", api.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r = clitest.Run(t, srv.URL, srv.Token, "describe", "secret", "db", "-n", "team")
+	r = clitest.Run(t, srv.Config(), "describe", "secret", "db", "-n", "team")
 	if r.Error != nil {
 		t.Fatalf("describe: %v %s", r.Error, r.Err)
 	}
@@ -77,14 +77,14 @@ func TestDescribe_SecretShowsMetadataAndKeySizesNeverValues(t *testing.T) {
 
 func TestDescribe_SpecAndStatusAsYAML(t *testing.T) {
 	srv := servertest.Start(t)
-	r := clitest.Run(t, srv.URL, srv.Token, "describe", "namespace", "default")
+	r := clitest.Run(t, srv.Config(), "describe", "namespace", "default")
 	if r.Error != nil {
 		t.Fatalf("describe: %v", r.Error)
 	}
 	if !strings.Contains(r.Out, "Status:\n  phase: Active\n") || strings.Contains(r.Out, "Namespace:") {
 		t.Errorf("describe namespace:\n%s", r.Out)
 	}
-	r = clitest.Run(t, srv.URL, srv.Token, "describe", "secret", "missing")
+	r = clitest.Run(t, srv.Config(), "describe", "secret", "missing")
 	if r.Error == nil || !strings.Contains(r.Err, `"missing" not found`) {
 		t.Errorf("describe of a missing object: %v %q", r.Error, r.Err)
 	}
@@ -95,7 +95,7 @@ func TestDescribe_SpecAndStatusAsYAML(t *testing.T) {
 // list of kinds in the CLI.
 func TestDescribe_HidesTheFieldsTheKindDeclaresSensitive(t *testing.T) {
 	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(kinds.Deps{}), vaultKind())...))
-	r := clitest.RunContext(context.Background(), t, srv.URL, srv.Token, clitest.Cmd{
+	r := clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{
 		Args: []string{"apply", "-f", "-"},
 		Stdin: "kind: Vault\nmetadata: {name: v}\n" +
 			"credentials: {apiKey: s3cr3t-key, pin: pin-0042}\ntoken: tok-123456\nspec: {visible: shown-value}\n",
@@ -103,7 +103,7 @@ func TestDescribe_HidesTheFieldsTheKindDeclaresSensitive(t *testing.T) {
 	if r.Error != nil {
 		t.Fatalf("apply: %v %s", r.Error, r.Err)
 	}
-	r = clitest.Run(t, srv.URL, srv.Token, "describe", "vault", "v")
+	r = clitest.Run(t, srv.Config(), "describe", "vault", "v")
 	if r.Error != nil {
 		t.Fatalf("describe: %v %s", r.Error, r.Err)
 	}

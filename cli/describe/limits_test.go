@@ -11,7 +11,7 @@ import (
 
 func TestDescribe_NamespaceShowsItsLimitsAndUsage(t *testing.T) {
 	srv := servertest.Start(t)
-	r := clitest.RunContext(context.Background(), t, srv.URL, srv.Token, clitest.Cmd{
+	r := clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{
 		Args: []string{"apply", "-f", "-"},
 		Stdin: "kind: Namespace\nmetadata: {name: team}\nspec:\n  limits: {objects: 100}\n---\n" +
 			"kind: Secret\nmetadata: {name: db, namespace: team}\nstringData: {password: hunter2}\n",
@@ -19,7 +19,7 @@ func TestDescribe_NamespaceShowsItsLimitsAndUsage(t *testing.T) {
 	if r.Error != nil {
 		t.Fatalf("apply: %v %s", r.Error, r.Err)
 	}
-	r = clitest.Run(t, srv.URL, srv.Token, "describe", "namespace", "team")
+	r = clitest.Run(t, srv.Config(), "describe", "namespace", "team")
 	if r.Error != nil {
 		t.Fatalf("describe: %v %s", r.Error, r.Err)
 	}

@@ -18,10 +18,10 @@ import (
 func TestExample_HelloWorkerCreatesTwoJobsAndSucceeds(t *testing.T) {
 	d, c := clitest.StartDaemon(t, daemon.Options{Controllers: controllers.List(controllers.Config{})})
 	example := filepath.Join("..", "..", "examples", "events", "hello.yaml")
-	if r := clitest.Run(t, d.URL(), d.Token(), "apply", "-f", example); r.Error != nil || r.Out != "project/hello created\n" {
+	if r := clitest.Run(t, d.ClientConfig(), "apply", "-f", example); r.Error != nil || r.Out != "project/hello created\n" {
 		t.Fatalf("apply: %q %v", r.Out, r.Error)
 	}
-	r := clitest.Run(t, d.URL(), d.Token(), "event", "create", "--project", "hello", "--source", "example", "--type", "run")
+	r := clitest.Run(t, d.ClientConfig(), "event", "create", "--project", "hello", "--source", "example", "--type", "run")
 	name, ok := strings.CutPrefix(strings.TrimSpace(r.Out), "event/")
 	if r.Error != nil || !ok || !strings.HasSuffix(name, " created") {
 		t.Fatalf("event create: %q %v", r.Out, r.Error)
@@ -35,7 +35,7 @@ func TestExample_HelloWorkerCreatesTwoJobsAndSucceeds(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ev.Status.Worker.Phase.Terminal() && ev.Status.Worker.Phase != api.PhaseSucceeded {
-			logs := clitest.Run(t, d.URL(), d.Token(), "logs", "event/"+name)
+			logs := clitest.Run(t, d.ClientConfig(), "logs", "event/"+name)
 			t.Fatalf("worker %s (%s); logs:\n%s", ev.Status.Worker.Phase, ev.Status.Worker.Reason, logs.Out)
 		}
 		return ev.Status.Worker.Phase == api.PhaseSucceeded
@@ -43,17 +43,17 @@ func TestExample_HelloWorkerCreatesTwoJobsAndSucceeds(t *testing.T) {
 	if got := ev.Status.JobPhases; got != "build:SUCCEEDED,test:SUCCEEDED" {
 		t.Fatalf("jobs = %q, want both SUCCEEDED", got)
 	}
-	if r := clitest.Run(t, d.URL(), d.Token(), "logs", "event/"+name); !strings.Contains(r.Out, "created job build") || !strings.Contains(r.Out, "both jobs succeeded") {
+	if r := clitest.Run(t, d.ClientConfig(), "logs", "event/"+name); !strings.Contains(r.Out, "created job build") || !strings.Contains(r.Out, "both jobs succeeded") {
 		t.Fatalf("worker logs: %q %v", r.Out, r.Error)
 	}
-	if r := clitest.Run(t, d.URL(), d.Token(), "logs", "event/"+name, "--job", "test", "-f"); r.Out != "test job of "+name+"\n" {
+	if r := clitest.Run(t, d.ClientConfig(), "logs", "event/"+name, "--job", "test", "-f"); r.Out != "test job of "+name+"\n" {
 		t.Fatalf("job logs: %q %v", r.Out, r.Error)
 	}
-	r = clitest.Run(t, d.URL(), d.Token(), "get", "events")
+	r = clitest.Run(t, d.ClientConfig(), "get", "events")
 	if !strings.Contains(r.Out, "SUCCEEDED") || !strings.Contains(r.Out, "build:SUCCEEDED,test:SUCCEEDED") {
 		t.Fatalf("get events:\n%s", r.Out)
 	}
-	if r := clitest.Run(t, d.URL(), d.Token(), "event", "cancel", name); r.Error == nil || !strings.Contains(r.Error.Error(), "SUCCEEDED") {
+	if r := clitest.Run(t, d.ClientConfig(), "event", "cancel", name); r.Error == nil || !strings.Contains(r.Error.Error(), "SUCCEEDED") {
 		t.Fatalf("cancel of a succeeded event: %q %v, want a conflict naming its phase", r.Out, r.Error)
 	}
 }
@@ -68,22 +68,22 @@ func TestEventCreate_FanOutAndCancel(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := clitest.Run(t, d.URL(), d.Token(), "event", "create", "--source", "github", "--type", "push")
+	r := clitest.Run(t, d.ClientConfig(), "event", "create", "--source", "github", "--type", "push")
 	lines := strings.Split(strings.TrimSpace(r.Out), "\n")
 	if r.Error != nil || len(lines) != 2 || !strings.HasPrefix(lines[0], "event/a-") || !strings.HasPrefix(lines[1], "event/b-") {
 		t.Fatalf("fan-out: %q %v, want one event per subscribed project", r.Out, r.Error)
 	}
-	if r := clitest.Run(t, d.URL(), d.Token(), "event", "create", "--source", "nobody", "--type", "x"); r.Error != nil || r.Out != "no project is subscribed to this event\n" {
+	if r := clitest.Run(t, d.ClientConfig(), "event", "create", "--source", "nobody", "--type", "x"); r.Error != nil || r.Out != "no project is subscribed to this event\n" {
 		t.Fatalf("fan-out to nobody: %q %v", r.Out, r.Error)
 	}
-	if r := clitest.Run(t, d.URL(), d.Token(), "event", "create", "--project", "ghost", "--source", "s", "--type", "x"); r.Error == nil || !strings.Contains(r.Error.Error(), "spec.project") {
+	if r := clitest.Run(t, d.ClientConfig(), "event", "create", "--project", "ghost", "--source", "s", "--type", "x"); r.Error == nil || !strings.Contains(r.Error.Error(), "spec.project") {
 		t.Fatalf("event for a missing project: %q %v", r.Out, r.Error)
 	}
 	name := strings.TrimSuffix(strings.TrimPrefix(lines[0], "event/"), " created")
-	if r := clitest.Run(t, d.URL(), d.Token(), "event", "list", "--project", "a", "--phase", "PENDING", "-o", "name"); r.Error != nil || r.Out != "event/"+name+"\n" {
+	if r := clitest.Run(t, d.ClientConfig(), "event", "list", "--project", "a", "--phase", "PENDING", "-o", "name"); r.Error != nil || r.Out != "event/"+name+"\n" {
 		t.Fatalf("event list --project a: %q %v", r.Out, r.Error)
 	}
-	if r := clitest.Run(t, d.URL(), d.Token(), "event", "cancel", name); r.Error != nil || r.Out != "event/"+name+" canceled\n" {
+	if r := clitest.Run(t, d.ClientConfig(), "event", "cancel", name); r.Error != nil || r.Out != "event/"+name+" canceled\n" {
 		t.Fatalf("cancel: %q %v", r.Out, r.Error)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/internal/testkit"
 )
 
@@ -37,7 +38,7 @@ func TestServer_KilledWhileWorkersRunThenRestarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	connect := func(url string) client.Interface {
-		c, err := client.NewHTTP(client.Config{Server: url, Token: strings.TrimSpace(string(token))})
+		c, err := client.NewHTTP(client.Config{Server: url, Token: strings.TrimSpace(string(token)), CAFile: filepath.Join(data, daemon.CAFileName)})
 		if err != nil {
 			t.Fatal(err)
 		}

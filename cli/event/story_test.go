@@ -31,7 +31,7 @@ func TestExample_PreviewStoryFromPushToCleanup(t *testing.T) {
 	const ns = "previews"
 	run := func(args ...string) string {
 		t.Helper()
-		r := clitest.Run(t, d.URL(), d.Token(), args...)
+		r := clitest.Run(t, d.ClientConfig(), args...)
 		if r.Error != nil {
 			t.Fatalf("cairn %s: %v %s", strings.Join(args, " "), r.Error, r.Err)
 		}
@@ -59,7 +59,7 @@ func TestExample_PreviewStoryFromPushToCleanup(t *testing.T) {
 				t.Fatal(err)
 			}
 			if p := ev.Status.Worker.Phase; p.Terminal() && p != api.PhaseSucceeded {
-				logs := clitest.Run(t, d.URL(), d.Token(), "logs", "event/"+name, "-n", ns)
+				logs := clitest.Run(t, d.ClientConfig(), "logs", "event/"+name, "-n", ns)
 				t.Fatalf("%s worker %s (%s); logs:\n%s", typ, p, ev.Status.Worker.Reason, logs.Out)
 			}
 			return ev.Status.Worker.Phase == api.PhaseSucceeded

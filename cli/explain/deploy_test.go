@@ -48,7 +48,7 @@ func TestExplain_ExecutionSaysWhichItemFailedAndWhichTimeoutFired(t *testing.T) 
 		t.Helper()
 		var out string
 		testkit.EventuallyNil(t, 60*time.Second, "explain "+what+" to say "+strings.Join(want, ", "), func() error {
-			res := clitest.Run(t, d.URL(), d.Token(), "explain", what, "-n", "demo")
+			res := clitest.Run(t, d.ClientConfig(), "explain", what, "-n", "demo")
 			out = res.Out + res.Err
 			for _, w := range want {
 				if !strings.Contains(out, w) || res.Error != nil {
@@ -63,11 +63,11 @@ func TestExplain_ExecutionSaysWhichItemFailedAndWhichTimeoutFired(t *testing.T) 
 	explain("deployitem/chart-app", "no deployer picked it up")
 	explain("execution/chart", "app failed: PickupTimeout")
 
-	res := clitest.Run(t, d.URL(), d.Token(), "get", "executions", "-n", "demo")
+	res := clitest.Run(t, d.ClientConfig(), "get", "executions", "-n", "demo")
 	if res.Error != nil || !strings.Contains(res.Out, "1/2") || !strings.Contains(res.Out, "Failed") {
 		t.Fatalf("cairn get executions:\n%s%s", res.Out, res.Err)
 	}
-	res = clitest.Run(t, d.URL(), d.Token(), "get", "deployitems", "-n", "demo")
+	res = clitest.Run(t, d.ClientConfig(), "get", "deployitems", "-n", "demo")
 	if res.Error != nil || !strings.Contains(res.Out, "helm") || !strings.Contains(res.Out, "mock") {
 		t.Fatalf("cairn get deployitems:\n%s%s", res.Out, res.Err)
 	}

@@ -199,7 +199,7 @@ No controller has reconciled secret/db in namespace team since the controllers s
 // held by its finalizer.
 func createDeletingNamespace(t *testing.T, srv *servertest.Server) {
 	t.Helper()
-	r := clitest.RunContext(context.Background(), t, srv.URL, srv.Token, clitest.Cmd{
+	r := clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{
 		Args: []string{"apply", "-f", "-", "-n", "demo"},
 		Stdin: "kind: Namespace\nmetadata: {name: demo}\n---\n" +
 			"kind: Secret\nmetadata: {name: db}\nstringData: {password: hunter2}\n",
@@ -236,7 +236,7 @@ func TestExplain_WithoutTraceEndpointPrintsNoTraceAndObjectState(t *testing.T) {
 	srv, _ := startWithTraces(t)
 	createDeletingNamespace(t, srv)
 	for _, args := range [][]string{{"explain", "namespace/demo"}, {"explain", "ns", "demo"}} {
-		r := clitest.Run(t, srv.URL, srv.Token, args...)
+		r := clitest.Run(t, srv.Config(), args...)
 		if r.Error != nil {
 			t.Fatalf("%v: %v %s", args, r.Error, r.Err)
 		}
@@ -251,7 +251,7 @@ func TestExplain_WithoutTraceEndpointPrintsNoTraceAndObjectState(t *testing.T) {
 		}
 	}
 
-	r := clitest.Run(t, srv.URL, srv.Token, "explain", "secret/db", "-n", "demo")
+	r := clitest.Run(t, srv.Config(), "explain", "secret/db", "-n", "demo")
 	if r.Error != nil {
 		t.Fatalf("explain secret: %v %s", r.Error, r.Err)
 	}
@@ -269,7 +269,7 @@ func TestExplain_WithoutTraceEndpointPrintsNoTraceAndObjectState(t *testing.T) {
 func TestExplain_WithoutControllersPrintsObjectStateAndWhyNoTrace(t *testing.T) {
 	srv := servertest.Start(t)
 	createDeletingNamespace(t, srv)
-	r := clitest.Run(t, srv.URL, srv.Token, "explain", "namespace/demo")
+	r := clitest.Run(t, srv.Config(), "explain", "namespace/demo")
 	if r.Error != nil {
 		t.Fatalf("explain: %v %s", r.Error, r.Err)
 	}
@@ -285,7 +285,7 @@ func TestExplain_OutputFormatsPrintTheTraceAsIs(t *testing.T) {
 	createDeletingNamespace(t, srv)
 	want := api.Trace{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindTrace}, Object: nsRef, Reconciles: []api.TraceReconcile{}}
 	for _, format := range []string{"json", "yaml"} {
-		r := clitest.Run(t, srv.URL, srv.Token, "explain", "namespace/demo", "-o", format)
+		r := clitest.Run(t, srv.Config(), "explain", "namespace/demo", "-o", format)
 		if r.Error != nil {
 			t.Fatalf("-o %s: %v %s", format, r.Error, r.Err)
 		}
@@ -297,18 +297,18 @@ func TestExplain_OutputFormatsPrintTheTraceAsIs(t *testing.T) {
 			t.Errorf("-o %s = %+v, want %+v", format, got, want)
 		}
 	}
-	if r := clitest.Run(t, srv.URL, srv.Token, "explain", "namespace/demo", "-o", "wide"); r.Error == nil || !strings.Contains(r.Err, "use json or yaml") {
+	if r := clitest.Run(t, srv.Config(), "explain", "namespace/demo", "-o", "wide"); r.Error == nil || !strings.Contains(r.Err, "use json or yaml") {
 		t.Errorf("-o wide: %v %q", r.Error, r.Err)
 	}
 }
 
 func TestExplain_MissingObjectWithoutTraceIsNotFound(t *testing.T) {
 	srv, _ := startWithTraces(t)
-	r := clitest.Run(t, srv.URL, srv.Token, "explain", "secret/missing")
+	r := clitest.Run(t, srv.Config(), "explain", "secret/missing")
 	if !errors.Is(r.Error, api.ErrNotFound) || !strings.Contains(r.Err, `"missing" not found`) {
 		t.Errorf("explain of a missing object: %v %q (out %q)", r.Error, r.Err, r.Out)
 	}
-	r = clitest.Run(t, srv.URL, srv.Token, "explain", "gizmo/x")
+	r = clitest.Run(t, srv.Config(), "explain", "gizmo/x")
 	if r.Error == nil || !strings.Contains(r.Err, `unknown kind "gizmo"`) {
 		t.Errorf("explain of an unknown kind: %v %q", r.Error, r.Err)
 	}

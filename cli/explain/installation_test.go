@@ -17,7 +17,7 @@ import (
 // once the app's deploy item failed, it names the item and its error.
 func TestExplain_InstallationSaysWhichSiblingItWaitsForAndWhichItemFailed(t *testing.T) {
 	d, _ := clitest.StartDaemon(t, daemon.Options{Controllers: controllers.List(controllers.Config{}), LeaderTTL: time.Second})
-	r := clitest.RunContext(t.Context(), t, d.URL(), d.Token(), clitest.Cmd{Args: []string{"apply", "-f", "-", "-n", "demo"}, Stdin: `
+	r := clitest.RunContext(t.Context(), t, d.ClientConfig(), clitest.Cmd{Args: []string{"apply", "-f", "-", "-n", "demo"}, Stdin: `
 kind: Namespace
 metadata: {name: demo}
 ---
@@ -54,7 +54,7 @@ spec:
 		t.Helper()
 		var out string
 		testkit.Eventually(t, 60*time.Second, "explain "+what+" to say "+strings.Join(want, ", "), func() bool {
-			res := clitest.Run(t, d.URL(), d.Token(), "explain", what, "-n", "demo")
+			res := clitest.Run(t, d.ClientConfig(), "explain", what, "-n", "demo")
 			out = res.Out + res.Err
 			for _, w := range want {
 				if !strings.Contains(out, w) {

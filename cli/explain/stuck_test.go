@@ -41,14 +41,14 @@ func TestExplain_StuckNamespaceSaysWhichFinalizerOnWhichObjectHoldsIt(t *testing
 	})
 	var out string
 	testkit.Eventually(t, 30*time.Second, "explain to name the held secret and its finalizer", func() bool {
-		res := clitest.Run(t, d.URL(), d.Token(), "explain", "namespace/demo")
+		res := clitest.Run(t, d.ClientConfig(), "explain", "namespace/demo")
 		out = res.Out + res.Err
 		return res.Error == nil && strings.Contains(out, "Secret demo/held") && strings.Contains(out, "example.com/hold")
 	})
 	t.Logf("cairn explain namespace/demo:\n%s", out)
 
 	// The held secret's own trace says what holds it.
-	res := clitest.Run(t, d.URL(), d.Token(), "explain", "secret", "held", "-n", "demo")
+	res := clitest.Run(t, d.ClientConfig(), "explain", "secret", "held", "-n", "demo")
 	if res.Error != nil || !strings.Contains(res.Out, "example.com/hold") {
 		t.Fatalf("explain secret held: %v\n%s%s", res.Error, res.Out, res.Err)
 	}

@@ -40,7 +40,7 @@ func TestGet_ChunkSizePagesTheList(t *testing.T) {
 	for i := range 5 {
 		manifest = append(manifest, fmt.Sprintf("kind: Secret\nmetadata: {name: s%d}\n", i))
 	}
-	if r := clitest.RunContext(t.Context(), t, srv.URL, srv.Token, clitest.Cmd{
+	if r := clitest.RunContext(t.Context(), t, srv.Config(), clitest.Cmd{
 		Args: []string{"apply", "-f", "-"}, Stdin: strings.Join(manifest, "---\n")}, nil); r.Error != nil {
 		t.Fatalf("apply: %v %s", r.Error, r.Err)
 	}
@@ -55,7 +55,7 @@ func TestGet_ChunkSizePagesTheList(t *testing.T) {
 	for _, tc := range tests {
 		t.Run("chunk size "+tc.chunk, func(t *testing.T) {
 			before := listRequests(t, srv)
-			r := clitest.Run(t, srv.URL, srv.Token, "get", "secrets", "--chunk-size", tc.chunk, "-o", "name")
+			r := clitest.Run(t, srv.Config(), "get", "secrets", "--chunk-size", tc.chunk, "-o", "name")
 			if r.Error != nil {
 				t.Fatal(r.Error)
 			}
@@ -69,7 +69,7 @@ func TestGet_ChunkSizePagesTheList(t *testing.T) {
 			}
 		})
 	}
-	if r := clitest.Run(t, srv.URL, srv.Token, "get", "secrets", "--chunk-size", "-1"); r.Error == nil {
+	if r := clitest.Run(t, srv.Config(), "get", "secrets", "--chunk-size", "-1"); r.Error == nil {
 		t.Fatal("a negative --chunk-size was accepted")
 	}
 }

@@ -19,7 +19,7 @@ import (
 // seed creates a namespace "team" and three secrets with labels.
 func seed(t *testing.T, srv *servertest.Server) {
 	t.Helper()
-	r := clitest.RunContext(context.Background(), t, srv.URL, srv.Token, clitest.Cmd{
+	r := clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{
 		Args: []string{"apply", "-f", "-"},
 		Stdin: "kind: Namespace\nmetadata: {name: team}\n---\n" +
 			"kind: Secret\nmetadata: {name: db, labels: {app: web}}\nstringData: {password: hunter2, user: admin}\n---\n" +
@@ -81,7 +81,7 @@ func TestGet_Outputs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := clitest.Run(t, srv.URL, srv.Token, tt.args...)
+			r := clitest.Run(t, srv.Config(), tt.args...)
 			if r.Error != nil {
 				t.Fatalf("error %v, stderr %q", r.Error, r.Err)
 			}
@@ -101,7 +101,7 @@ func TestGet_YAMLAndJSON(t *testing.T) {
 	srv := servertest.Start(t)
 	seed(t, srv)
 
-	r := clitest.Run(t, srv.URL, srv.Token, "get", "secret", "db", "-o", "yaml")
+	r := clitest.Run(t, srv.Config(), "get", "secret", "db", "-o", "yaml")
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
@@ -111,7 +111,7 @@ func TestGet_YAMLAndJSON(t *testing.T) {
 		}
 	}
 
-	r = clitest.Run(t, srv.URL, srv.Token, "get", "secrets", "-o", "json")
+	r = clitest.Run(t, srv.Config(), "get", "secrets", "-o", "json")
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
@@ -148,7 +148,7 @@ func TestGet_Errors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := clitest.Run(t, srv.URL, srv.Token, tt.args...)
+			r := clitest.Run(t, srv.Config(), tt.args...)
 			if r.Error == nil || !strings.Contains(r.Err, tt.want) {
 				t.Errorf("error %v, stderr %q; want it to contain %q", r.Error, r.Err, tt.want)
 			}
@@ -157,7 +157,7 @@ func TestGet_Errors(t *testing.T) {
 			}
 		})
 	}
-	r := clitest.Run(t, srv.URL, srv.Token, "get", "secrets", "-n", "team", "-l", "app=none")
+	r := clitest.Run(t, srv.Config(), "get", "secrets", "-n", "team", "-l", "app=none")
 	if r.Error != nil || r.Out != "" || r.Err != "No secrets found in the namespace team.\n" {
 		t.Errorf("empty list: out %q err %q %v", r.Out, r.Err, r.Error)
 	}
@@ -171,7 +171,7 @@ func TestGet_WatchPrintsAChange(t *testing.T) {
 	var out clitest.Buffer
 	done := make(chan clitest.Result, 1)
 	go func() {
-		done <- clitest.RunContext(ctx, t, srv.URL, srv.Token, clitest.Cmd{Args: []string{"get", "secrets", "-w"}}, &out)
+		done <- clitest.RunContext(ctx, t, srv.Config(), clitest.Cmd{Args: []string{"get", "secrets", "-w"}}, &out)
 	}()
 	waitFor(t, &out, "db     Opaque   2")
 	if _, err := srv.Registry.Patch(identity.With(context.Background(), identity.System()), "Secret", "default", "db",

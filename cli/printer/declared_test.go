@@ -35,7 +35,7 @@ func vaultKind() registry.Kind {
 // them, the YAML of one object asked for by name keeps them.
 func TestGet_RedactsWhatTheKindDeclaresThroughDiscovery(t *testing.T) {
 	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(kinds.Deps{}), vaultKind())...))
-	r := clitest.RunContext(context.Background(), t, srv.URL, srv.Token, clitest.Cmd{
+	r := clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{
 		Args:  []string{"apply", "-f", "-"},
 		Stdin: "kind: Vault\nmetadata: {name: v}\ncredentials: {apiKey: s3cr3t-key}\ntoken: tok-123456\n",
 	}, nil)
@@ -59,7 +59,7 @@ func TestGet_RedactsWhatTheKindDeclaresThroughDiscovery(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := clitest.Run(t, srv.URL, srv.Token, tt.args...)
+			r := clitest.Run(t, srv.Config(), tt.args...)
 			if r.Error != nil {
 				t.Fatalf("%v: %v %s", tt.args, r.Error, r.Err)
 			}

@@ -183,7 +183,7 @@ func TestCLI_NoControlCharacterFromTheServerReachesTheTerminal(t *testing.T) {
 	}
 	for _, run := range runs {
 		t.Run(strings.Join(run.args, " "), func(t *testing.T) {
-			r := clitest.RunContext(context.Background(), t, srv.URL, srv.Token, clitest.Cmd{Args: run.args, Stdin: run.stdin}, nil)
+			r := clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{Args: run.args, Stdin: run.stdin}, nil)
 			if (r.Error != nil) != run.fails {
 				t.Fatalf("error %v (want failure: %v): %s", r.Error, run.fails, r.Err)
 			}

@@ -17,9 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/duration"
-
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/column"
 )
 
 // Format is an output format, the value of `-o`.
@@ -67,13 +66,13 @@ type Printer struct {
 	w       io.Writer
 	kind    api.KindInfo
 	opts    Options
-	cols    []column
+	cols    []col
 	widths  []int
 	started bool // header or first document printed
 }
 
-// column is one table column.
-type column struct {
+// col is one table column.
+type col struct {
 	header string
 	value  func(obj map[string]any, o *api.Object) string
 }
@@ -89,12 +88,12 @@ func New(w io.Writer, kind api.KindInfo, opts Options) *Printer {
 }
 
 // columns builds the table layout from the kind's printer columns.
-func (p *Printer) columns() []column {
-	var cols []column
+func (p *Printer) columns() []col {
+	var cols []col
 	if p.opts.AllNamespaces && p.kind.Namespaced {
-		cols = append(cols, column{"NAMESPACE", func(_ map[string]any, o *api.Object) string { return o.Namespace }})
+		cols = append(cols, col{"NAMESPACE", func(_ map[string]any, o *api.Object) string { return o.Namespace }})
 	}
-	cols = append(cols, column{"NAME", func(_ map[string]any, o *api.Object) string { return o.Name }})
+	cols = append(cols, col{"NAME", func(_ map[string]any, o *api.Object) string { return o.Name }})
 	hasAge := false
 	for _, c := range p.kind.Columns {
 		if c.Wide && p.opts.Format != Wide {
@@ -102,17 +101,17 @@ func (p *Printer) columns() []column {
 		}
 		header := strings.ToUpper(c.Name)
 		hasAge = hasAge || header == "AGE"
-		cols = append(cols, column{header, func(m map[string]any, _ *api.Object) string {
+		cols = append(cols, col{header, func(m map[string]any, _ *api.Object) string {
 			return p.cell(m, c)
 		}})
 	}
 	if !hasAge {
-		cols = append(cols, column{"AGE", func(_ map[string]any, o *api.Object) string {
+		cols = append(cols, col{"AGE", func(_ map[string]any, o *api.Object) string {
 			return Age(o.CreationTimestamp, p.opts.Now())
 		}})
 	}
 	if p.opts.ShowLabels {
-		cols = append(cols, column{"LABELS", func(_ map[string]any, o *api.Object) string {
+		cols = append(cols, col{"LABELS", func(_ map[string]any, o *api.Object) string {
 			return FormatLabels(o.Labels)
 		}})
 	}
@@ -121,74 +120,12 @@ func (p *Printer) columns() []column {
 
 // cell renders one printer column of an object.
 func (p *Printer) cell(m map[string]any, c api.Column) string {
-	if IsSensitive(p.kind.Sensitive, c.Path) && c.Format != "count" {
-		return "<hidden>"
-	}
-	path := strings.Split(strings.TrimPrefix(c.Path, "."), ".")
-	var v any = m
-	for _, part := range path {
-		mm, ok := v.(map[string]any)
-		if !ok {
-			v = nil
-			break
-		}
-		v = mm[part]
-	}
-	switch c.Format {
-	case "age":
-		s, ok := v.(string)
-		if !ok {
-			return "<none>"
-		}
-		t, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			return s
-		}
-		return Age(t, p.opts.Now())
-	case "count":
-		switch x := v.(type) {
-		case []any:
-			return fmt.Sprint(len(x))
-		case map[string]any:
-			return fmt.Sprint(len(x))
-		case nil:
-			return "0"
-		}
-	}
-	return formatValue(v)
-}
-
-// formatValue renders a JSON value for a table cell.
-func formatValue(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "<none>"
-	case string:
-		return x
-	case float64:
-		if x == float64(int64(x)) {
-			return fmt.Sprint(int64(x))
-		}
-		return fmt.Sprint(x)
-	case bool:
-		return fmt.Sprint(x)
-	default:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return "<invalid>"
-		}
-		return string(b)
-	}
+	return column.Cell(m, c, p.kind.Sensitive, p.opts.Now())
 }
 
 // Age renders the time since t the way kubectl does ("5s", "3m20s", "2h",
 // "4d"); a zero t is "<unknown>".
-func Age(t, now time.Time) string {
-	if t.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(now.Sub(t))
-}
+func Age(t, now time.Time) string { return column.Age(t, now) }
 
 // FormatLabels renders labels as "k=v,k2=v2" in key order, or "<none>".
 func FormatLabels(l map[string]string) string {

@@ -5,10 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/column"
 )
 
 // A kind declares its sensitive fields (api.KindInfo.Sensitive, from
@@ -18,10 +17,7 @@ import (
 
 // IsSensitive reports whether the dotted path (".data.password",
 // "stringData") lies inside one of the sensitive top-level fields.
-func IsSensitive(sensitive []string, path string) bool {
-	first, _, _ := strings.Cut(strings.TrimPrefix(path, "."), ".")
-	return slices.Contains(sensitive, first)
-}
+func IsSensitive(sensitive []string, path string) bool { return column.IsSensitive(sensitive, path) }
 
 // Hidden is what may be shown of a sensitive field.
 type Hidden struct {

@@ -28,7 +28,7 @@ func TestReconcileAndAbort_SetTheOperationAnnotation(t *testing.T) {
 		{[]string{"abort", "installations", "shop"}, api.OperationAbort},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			r := clitest.Run(t, srv.URL, srv.Token, tc.args...)
+			r := clitest.Run(t, srv.Config(), tc.args...)
 			if r.Error != nil {
 				t.Fatalf("%v: %s", r.Error, r.Err)
 			}
@@ -52,7 +52,7 @@ func TestReconcileAndAbort_SetTheOperationAnnotation(t *testing.T) {
 		{[]string{"abort", "installation", "nope"}, "not found"},
 		{[]string{"reconcile", "installation"}, "accepts 2 arg"},
 	} {
-		r := clitest.Run(t, srv.URL, srv.Token, tc.args...)
+		r := clitest.Run(t, srv.Config(), tc.args...)
 		if r.Error == nil || !strings.Contains(strings.ToLower(r.Error.Error()+r.Err), tc.want) {
 			t.Errorf("%v: err %v %q, want %q", tc.args, r.Error, r.Err, tc.want)
 		}

@@ -48,6 +48,7 @@ func New(streams IOStreams, extra ...*cobra.Command) *cobra.Command {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&s.Server, "server", "", "the cairn server URL (default $"+client.EnvServer+", the config file, or "+client.DefaultServer+")")
 	pf.StringVar(&s.Token, "token", "", "the bearer token (default $"+client.EnvToken+" or the config file)")
+	pf.StringVar(&s.CAFile, "certificate-authority", "", "a PEM file of the CA the server's certificate is issued by (default $"+client.EnvCAFile+", the config file, or the system's roots)")
 	pf.StringVar(&s.ConfigPath, "config", client.DefaultConfigPath(), "the client config file written by 'cairn server'")
 	ns := api.DefaultNamespace
 	if v := os.Getenv("CAIRN_NAMESPACE"); v != "" { // inside an event's worker: its namespace

@@ -37,7 +37,7 @@ func TestRoot_ServerDownSaysHowToStartIt(t *testing.T) {
 		{"describe", "ns", "default"},
 		{"wait", "ns", "x", "--for", "delete"},
 	} {
-		r := clitest.Run(t, url, "tok", args...)
+		r := clitest.Run(t, client.Config{Server: url, Token: "tok"}, args...)
 		want := "Error: cannot reach the cairn server at " + url + ": connection refused — start it with 'cairn server'\n"
 		if r.Error == nil || r.Err != want {
 			t.Errorf("%v: stderr %q, want %q", args, r.Err, want)
@@ -47,13 +47,16 @@ func TestRoot_ServerDownSaysHowToStartIt(t *testing.T) {
 
 func TestRoot_RejectedTokenSaysWhereItCameFrom(t *testing.T) {
 	srv := servertest.Start(t)
-	r := clitest.Run(t, srv.URL, "not-a-token", "get", "secrets")
+	cfg := srv.Config()
+	cfg.Token = "not-a-token"
+	r := clitest.Run(t, cfg, "get", "secrets")
 	if r.Error == nil || !strings.Contains(r.Err, "rejected the token from the --token flag") {
 		t.Errorf("flag token: stderr %q", r.Err)
 	}
 
 	t.Setenv(client.EnvToken, "also-wrong")
-	r = clitest.Run(t, srv.URL, "", "get", "secrets")
+	cfg.Token = ""
+	r = clitest.Run(t, cfg, "get", "secrets")
 	if r.Error == nil || !strings.Contains(r.Err, "rejected the token from the "+client.EnvToken+" environment variable") {
 		t.Errorf("env token: stderr %q", r.Err)
 	}
@@ -62,7 +65,7 @@ func TestRoot_RejectedTokenSaysWhereItCameFrom(t *testing.T) {
 func TestRoot_ConfigResolution(t *testing.T) {
 	srv := servertest.Start(t)
 	cfgPath := filepath.Join(t.TempDir(), "config")
-	if err := client.WriteConfig(cfgPath, client.Config{Server: srv.URL, Token: srv.Token}); err != nil {
+	if err := client.WriteConfig(cfgPath, srv.Config()); err != nil {
 		t.Fatal(err)
 	}
 	run := func(args ...string) (string, string, error) {

@@ -19,6 +19,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/manager"
@@ -41,7 +42,9 @@ func failoverData() map[string]string { return map[string]string{"password": "fa
 // with the admin token it wrote.
 type serverProc struct {
 	*clitest.Proc
-	token string
+	token  string
+	caFile string
+	hc     *http.Client // trusts the server's CA
 }
 
 // startClusterServer runs `cairn server` as a real process on the external
@@ -54,22 +57,28 @@ func startClusterServer(t *testing.T, bin, endpoint, keyFile string) *serverProc
 		"--etcd-endpoints", endpoint, "--encryption-key-file", keyFile,
 		"--leader-ttl", failoverTTL.String())
 	cmd.Env = append(os.Environ(), "HOME="+home)
-	p := &serverProc{Proc: clitest.Start(t, cmd)}
+	p := &serverProc{Proc: clitest.Start(t, cmd), caFile: filepath.Join(data, daemon.CAFileName)}
 	b, err := os.ReadFile(filepath.Join(data, "admin.token"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.token = strings.TrimSpace(string(b))
+	p.hc = testkit.HTTPClient(t, p.config())
 	return p
 }
 
 func (p *serverProc) client(t *testing.T) client.Interface {
 	t.Helper()
-	c, err := client.NewHTTP(client.Config{Server: p.URL, Token: p.token})
+	c, err := client.NewHTTP(p.config())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// config is the client config of the server with the admin token.
+func (p *serverProc) config() client.Config {
+	return client.Config{Server: p.URL, Token: p.token, CAFile: p.caFile}
 }
 
 // metrics reads the server's /metrics and returns the sum of the samples
@@ -80,7 +89,7 @@ func (p *serverProc) metrics(ctx context.Context) (map[string]float64, error) {
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+p.token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := p.hc.Do(req)
 	if err != nil {
 		return nil, err
 	}

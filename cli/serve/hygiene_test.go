@@ -37,7 +37,11 @@ func TestServer_RequestBodyTimeoutFlagCutsSlowBodies(t *testing.T) {
 	}
 
 	body := `{"apiVersion":"cairn.dev/v1alpha1","kind":"Secret","metadata":{"name":"slow"},"stringData":{"k":"v"}}`
-	resp, raw, closed := testkit.SlowPost(t, srv.URL, "/apis/cairn.dev/v1alpha1/namespaces/default/secrets", cfg.Token, []byte(body))
+	tlsConfig, err := cfg.TLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, raw, closed := testkit.SlowPost(t, srv.URL, "/apis/cairn.dev/v1alpha1/namespaces/default/secrets", cfg.Token, []byte(body), tlsConfig)
 	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(raw), `"reason":"RequestTimeout"`) {
 		t.Fatalf("got %d %s, want 408 RequestTimeout", resp.StatusCode, raw)
 	}

@@ -26,6 +26,9 @@ import (
 
 type flags struct {
 	listen             string
+	tlsCertFile        string
+	tlsKeyFile         string
+	insecureHTTP       bool
 	advertiseURL       string
 	dataDir            string
 	etcdEndpoints      []string
@@ -91,9 +94,15 @@ func New() *cobra.Command {
 under --data-dir; --etcd-endpoints uses an external etcd cluster instead, so
 several servers can share it (controllers then run in one elected leader).
 
-On first start it writes an admin token to <data-dir>/admin.token and a
-client config (server URL and token) to ~/.cairn/config, which the other
-cairn commands read.`,
+It serves HTTPS with a certificate issued by a certificate authority the
+servers of one store share (created by the first); --tls-cert-file and
+--tls-private-key-file serve your own certificate instead, and
+--insecure-http serves plain HTTP.
+
+On first start it writes an admin token to <data-dir>/admin.token, a client
+config (server URL, token and CA) to ~/.cairn/config, which the other cairn
+commands read, and a kubeconfig (~/.cairn/kubeconfig, context "cairn") for
+kubectl and client-go: KUBECONFIG=~/.cairn/kubeconfig kubectl get secrets.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfgPath := client.DefaultConfigPath()
@@ -107,7 +116,10 @@ cairn commands read.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.listen, "listen", "127.0.0.1:7070", "address the HTTP API listens on")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:7070", "address the API listens on (HTTPS)")
+	fs.StringVar(&f.tlsCertFile, "tls-cert-file", "", "your own serving certificate (PEM) instead of one issued by cairn's CA; needs --tls-private-key-file")
+	fs.StringVar(&f.tlsKeyFile, "tls-private-key-file", "", "the private key (PEM) of --tls-cert-file")
+	fs.BoolVar(&f.insecureHTTP, "insecure-http", false, "serve plain HTTP instead of HTTPS (kubectl and client-go then send no token)")
 	fs.StringVar(&f.advertiseURL, "advertise-url", "", "URL other cairn processes reach this server at (default the --listen address)")
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir(), "directory for the embedded etcd, the admin token and the encryption key")
 	fs.StringSliceVar(&f.etcdEndpoints, "etcd-endpoints", nil, "use this external etcd cluster (comma-separated URLs) instead of the embedded one")
@@ -122,7 +134,7 @@ cairn commands read.`,
 	fs.DurationVar(&f.timeouts.Aborting, "deployitem-aborting-timeout", deployitem.DefaultAborting, "how long a deployer may take to abort a deploy item before it fails (0: never)")
 	fs.DurationVar(&f.timeouts.Progressing, "deployitem-progressing-timeout", deployitem.DefaultProgressing, "how long a deployer may work on a deploy item before it is aborted, unless its spec.timeout says otherwise (0: never)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.BoolVar(&f.writeConfig, "write-config", true, "write ~/.cairn/config (server and admin token) when it does not exist")
+	fs.BoolVar(&f.writeConfig, "write-config", true, "write ~/.cairn/config (server, admin token and CA) when it does not exist, and ~/.cairn/kubeconfig")
 
 	// Request hygiene.
 	fs.DurationVar(&f.requestBodyTimeout, "request-body-timeout", 30*time.Second,
@@ -183,6 +195,7 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	}
 	opts := daemon.Options{
 		Listen: f.listen, AdvertiseURL: f.advertiseURL, DataDir: f.dataDir, EtcdEndpoints: endpoints,
+		TLSCertFile: f.tlsCertFile, TLSKeyFile: f.tlsKeyFile, InsecureHTTP: f.insecureHTTP,
 		EncryptionKeyFile: f.encryptionKeyFile, ClientConfigPath: cfgPath,
 		Controllers: ctrls, CompactionInterval: f.compactionInterval,
 		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.leaderTTL,

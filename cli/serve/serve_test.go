@@ -120,7 +120,7 @@ func TestServer_StoreQuotaFlagSetsTheQuotaAndRefusesBadSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+cfg.Token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testkit.HTTPClient(t, cfg).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,8 +32,9 @@ type IOStreams struct {
 // after flag parsing.
 type Session struct {
 	Streams IOStreams
-	// Server, Token and ConfigPath are the global flags; "" means unset.
-	Server, Token, ConfigPath string
+	// Server, Token, CAFile and ConfigPath are the global flags; "" means
+	// unset.
+	Server, Token, CAFile, ConfigPath string
 	// Namespace is the value of -n/--namespace.
 	Namespace string
 	// NewClient builds the API client from the resolved config; default
@@ -52,12 +53,15 @@ func New(streams IOStreams) *Session {
 }
 
 // Config resolves the client configuration from the flags, then
-// CAIRN_SERVER/CAIRN_TOKEN, then the config file. It fails only when the
+// CAIRN_SERVER/CAIRN_TOKEN/CAIRN_CA_FILE, then the config file. It fails only when the
 // config file exists and does not parse.
 func (s *Session) Config() (client.Config, error) {
 	cfg, err := client.ResolveConfig(s.Server, s.Token, s.ConfigPath)
 	if err != nil {
 		return cfg, fmt.Errorf("cannot read the cairn client configuration: %w", err)
+	}
+	if s.CAFile != "" {
+		cfg.CAFile, cfg.CertificateAuthorityData = s.CAFile, ""
 	}
 	return cfg, nil
 }

@@ -59,7 +59,7 @@ func TestGetTree_ShowsNestedInstallationsExecutionsAndDeployItemsWithPhases(t *t
 		t.Fatal(err)
 	}
 
-	r := clitest.Run(t, srv.URL, srv.Token, "get", "installation", "shop", "--tree")
+	r := clitest.Run(t, srv.Config(), "get", "installation", "shop", "--tree")
 	if r.Error != nil {
 		t.Fatalf("%v: %s", r.Error, r.Err)
 	}
@@ -72,7 +72,7 @@ func TestGetTree_ShowsNestedInstallationsExecutionsAndDeployItemsWithPhases(t *t
 		t.Fatalf("tree:\n%s\nwant:\n%s", r.Out, want)
 	}
 	for _, args := range [][]string{{"get", "secrets", "x", "--tree"}, {"get", "installations", "--tree"}} {
-		if r := clitest.Run(t, srv.URL, srv.Token, args...); r.Error == nil || !strings.Contains(r.Error.Error(), "--tree needs installations named") {
+		if r := clitest.Run(t, srv.Config(), args...); r.Error == nil || !strings.Contains(r.Error.Error(), "--tree needs installations named") {
 			t.Errorf("%v: %v", args, r.Error)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 func TestWait_ForPhaseSetByStatusUpdate(t *testing.T) {
 	srv := servertest.Start(t)
 	ctx := identity.With(context.Background(), identity.System()) // for the registry
-	r := clitest.RunContext(ctx, t, srv.URL, srv.Token,
+	r := clitest.RunContext(ctx, t, srv.Config(),
 		clitest.Cmd{Args: []string{"apply", "-f", "-"}, Stdin: "kind: Namespace\nmetadata: {name: team}\n"}, nil)
 	if r.Error != nil {
 		t.Fatalf("apply: %v", r.Error)
@@ -24,7 +24,7 @@ func TestWait_ForPhaseSetByStatusUpdate(t *testing.T) {
 	done := make(chan clitest.Result, 1)
 	var out clitest.Buffer
 	go func() {
-		done <- clitest.RunContext(ctx, t, srv.URL, srv.Token,
+		done <- clitest.RunContext(ctx, t, srv.Config(),
 			clitest.Cmd{Args: []string{"wait", "ns", "team", "--for", "phase=Ready", "--timeout", "20s"}}, &out)
 	}()
 	// Once the wait watches, cut its watch as a network failure would; it
@@ -66,11 +66,11 @@ func TestWait_ForJSONPathOfAnObjectCreatedLater(t *testing.T) {
 	ctx := context.Background()
 	done := make(chan clitest.Result, 1)
 	go func() {
-		done <- clitest.RunContext(ctx, t, srv.URL, srv.Token,
+		done <- clitest.RunContext(ctx, t, srv.Config(),
 			clitest.Cmd{Args: []string{"wait", "secret", "late", "--for", "jsonpath={.type}=tls", "--timeout", "20s"}}, nil)
 	}()
 	watching(t, srv)
-	r := clitest.RunContext(ctx, t, srv.URL, srv.Token,
+	r := clitest.RunContext(ctx, t, srv.Config(),
 		clitest.Cmd{Args: []string{"apply", "-f", "-"}, Stdin: "kind: Secret\nmetadata: {name: late}\ntype: tls\n"}, nil)
 	if r.Error != nil {
 		t.Fatalf("apply: %v", r.Error)
@@ -87,7 +87,7 @@ func TestWait_ForJSONPathOfAnObjectCreatedLater(t *testing.T) {
 
 func TestWait_TimeoutSaysWhatItWaitedForAndSawLast(t *testing.T) {
 	srv := servertest.Start(t)
-	r := clitest.RunContext(context.Background(), t, srv.URL, srv.Token,
+	r := clitest.RunContext(context.Background(), t, srv.Config(),
 		clitest.Cmd{Args: []string{"apply", "-f", "-"}, Stdin: "kind: Secret\nmetadata: {name: s}\n"}, nil)
 	if r.Error != nil {
 		t.Fatalf("apply: %v", r.Error)
@@ -112,7 +112,7 @@ func TestWait_TimeoutSaysWhatItWaitedForAndSawLast(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := clitest.Run(t, srv.URL, srv.Token, tt.args...)
+			r := clitest.Run(t, srv.Config(), tt.args...)
 			if r.Error == nil || !strings.Contains(r.Err, tt.want) {
 				t.Errorf("wait: err %v, stderr %q; want %q", r.Error, r.Err, tt.want)
 			}
@@ -122,7 +122,7 @@ func TestWait_TimeoutSaysWhatItWaitedForAndSawLast(t *testing.T) {
 
 func TestWait_ForDeleteOfMissingObjectReturnsAtOnce(t *testing.T) {
 	srv := servertest.Start(t)
-	r := clitest.Run(t, srv.URL, srv.Token, "wait", "secret", "gone", "--for", "delete")
+	r := clitest.Run(t, srv.Config(), "wait", "secret", "gone", "--for", "delete")
 	if r.Error != nil || r.Out != "secret/gone deleted\n" {
 		t.Errorf("wait --for delete: %q %v %q", r.Out, r.Error, r.Err)
 	}

@@ -1,6 +1,7 @@
-// Package privfile reads the files that hold cairn's secrets (tokens,
-// keys), refusing a file that other users can reach: the one place that
-// decides what "private" means and checks it on the file actually read.
+// Package privfile reads and writes the files that hold cairn's secrets
+// (tokens, keys, configs), refusing a file that other users can reach: the
+// one place that decides what "private" means and checks it on the file
+// actually read.
 package privfile
 
 import (
@@ -8,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // NotPrivateError reports a file or directory on which group or others
@@ -42,4 +44,28 @@ func Read(path string) ([]byte, error) {
 		return nil, &NotPrivateError{Path: path, Mode: st.Mode().Perm()}
 	}
 	return io.ReadAll(f)
+}
+
+// Write replaces the file at path with data, atomically, with mode 0600
+// (it may hold a credential): a temporary file in the same directory is
+// written, then renamed. The directory must exist. Errors: any failure to
+// create, write or rename the file.
+func Write(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -17,9 +18,15 @@ import (
 // 200ms, until the server answers. It returns the answer and whether the
 // server then closed the connection (rather than the test giving up after
 // 20s).
-func SlowPost(t testing.TB, baseURL, path, token string, body []byte) (*http.Response, []byte, bool) {
+func SlowPost(t testing.TB, baseURL, path, token string, body []byte, tlsConfig *tls.Config) (*http.Response, []byte, bool) {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(baseURL, "http://"))
+	var conn net.Conn
+	var err error
+	if host, ok := strings.CutPrefix(baseURL, "https://"); ok {
+		conn, err = tls.Dial("tcp", host, tlsConfig)
+	} else {
+		conn, err = net.Dial("tcp", strings.TrimPrefix(baseURL, "http://"))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +63,6 @@ func SlowPost(t testing.TB, baseURL, path, token string, body []byte) (*http.Res
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	_, err = rd.ReadByte()
-	closed := errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+	closed := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 	return resp, raw, closed
 }

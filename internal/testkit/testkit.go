@@ -7,8 +7,11 @@ package testkit
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
+
+	"cairn.dev/cairn/client"
 )
 
 // contextTimeout bounds the contexts Context returns.
@@ -57,4 +60,18 @@ func EventuallyNil(t testing.TB, timeout time.Duration, what string, check func(
 		}
 		time.Sleep(pollInterval)
 	}
+}
+
+// HTTPClient is an HTTP client that trusts the CA of cfg (a server's client
+// config), for a test's own requests to that server.
+func HTTPClient(t testing.TB, cfg client.Config) *http.Client {
+	t.Helper()
+	tlsConfig, err := cfg.TLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsConfig
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
 }

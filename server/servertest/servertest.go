@@ -5,8 +5,10 @@ package servertest
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/kinds"
+	"cairn.dev/cairn/pki"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/server"
 	"cairn.dev/cairn/store"
@@ -27,10 +30,13 @@ import (
 
 // Server is a running test API server. Everything stops at test cleanup.
 type Server struct {
-	// URL is the server's base URL, "http://127.0.0.1:PORT" (no path).
+	// URL is the server's base URL, "https://127.0.0.1:PORT" (no path).
 	URL string
 	// Token is an admin bearer token.
 	Token string
+	// CA is the PEM certificate of the CA that issued the server's
+	// certificate: clients trust it (Config, HTTPClient).
+	CA []byte
 	// Registry, Store and Auth are the server's own, for direct access.
 	Registry *registry.Registry
 	Store    *store.Store
@@ -45,10 +51,13 @@ type Server struct {
 	// API is the HTTP handler, for CloseWatches and OpenWatches.
 	API *server.Server
 
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
-	err    error
+	authority *pki.CA
+	hcOnce    sync.Once
+	hc        *http.Client
+	cancel    context.CancelFunc
+	done      chan struct{}
+	once      sync.Once
+	err       error
 }
 
 type config struct {
@@ -64,6 +73,7 @@ type config struct {
 	authorize        []authz.Rule
 	serverOpts       []func(*server.Options)
 	registryOpts     []func(*registry.Options)
+	ca               *pki.CA
 }
 
 // Option changes how Start builds the server.
@@ -80,7 +90,10 @@ func WithStore(s *store.Store, endpoint, keyFile string) Option {
 // SharedWith serves from other's store with other's encryption key: two
 // stateless API servers over one etcd.
 func SharedWith(other *Server) Option {
-	return WithStore(other.Store, other.EtcdEndpoint, other.KeyFile)
+	return func(c *config) {
+		WithStore(other.Store, other.EtcdEndpoint, other.KeyFile)(c)
+		c.ca = other.authority // servers of one store share their CA
+	}
 }
 
 // WithKinds serves these kinds instead of kinds.All(kinds.Deps{}).
@@ -177,8 +190,19 @@ func Start(t testing.TB, opts ...Option) *Server {
 		t.Fatalf("servertest: admin token: %v", err)
 	}
 	metrics := prometheus.NewRegistry()
+	if c.ca == nil {
+		if c.ca, err = pki.NewCA("cairn-test"); err != nil {
+			t.Fatalf("servertest: CA: %v", err)
+		}
+	}
+	cert, err := c.ca.Issue(pki.Hosts("127.0.0.1:0", ""))
+	if err != nil {
+		t.Fatalf("servertest: serving certificate: %v", err)
+	}
+	pool, _ := pki.Pool(c.ca.CertPEM)
 	sopts := server.Options{Registry: reg, Auth: a, Metrics: metrics,
-		MaxBodyBytes: c.maxBodyBytes, BodyReadTimeout: c.bodyReadTimeout, Logger: c.logger, ShutdownTimeout: 10 * time.Second, Traces: c.traces}
+		MaxBodyBytes: c.maxBodyBytes, BodyReadTimeout: c.bodyReadTimeout, Logger: c.logger, ShutdownTimeout: 10 * time.Second, Traces: c.traces,
+		TLS: pki.ServerConfig(cert), PeerTLS: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 	for _, f := range c.serverOpts {
 		f(&sopts)
 	}
@@ -192,7 +216,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	}
 	sctx, scancel := context.WithCancel(context.Background())
 	s := &Server{
-		URL: "http://" + l.Addr().String(), Token: token,
+		URL: "https://" + l.Addr().String(), Token: token, CA: c.ca.CertPEM, authority: c.ca,
 		Registry: reg, Store: c.store, Auth: a, EtcdEndpoint: c.endpoint, KeyFile: c.keyFile,
 		Metrics: metrics, API: api, cancel: scancel, done: make(chan struct{}),
 	}
@@ -239,11 +263,32 @@ func (s *Server) NewToken(t testing.TB, u identity.User) string {
 	return token
 }
 
+// Config is the client config of the server with the admin token (and
+// its CA).
+func (s *Server) Config() client.Config {
+	return client.Config{Server: s.URL, Token: s.Token, CertificateAuthorityData: string(s.CA)}
+}
+
+// HTTPClient returns the server's HTTP client that trusts its CA, for
+// requests of a test's own (the same client every call).
+func (s *Server) HTTPClient() *http.Client {
+	s.hcOnce.Do(func() { s.hc = &http.Client{Transport: s.Transport()} })
+	return s.hc
+}
+
+// Transport returns a new HTTP transport that trusts the server's CA.
+func (s *Server) Transport() *http.Transport {
+	pool, _ := pki.Pool(s.CA)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return tr
+}
+
 // Client returns an HTTP API client acting with the admin token. It does
 // not contact the server.
 func (s *Server) Client(t testing.TB) client.Interface {
 	t.Helper()
-	c, err := client.NewHTTP(client.Config{Server: s.URL, Token: s.Token})
+	c, err := client.NewHTTP(s.Config())
 	if err != nil {
 		t.Fatalf("servertest: client: %v", err)
 	}
