@@ -40,7 +40,7 @@ var allowed = map[string][]string{
 	// A kind's printer columns rendered: cairn get's cells and the
 	// server's Tables.
 	"column":       {"api"},
-	"client":       {"api"},
+	"client":       {"api", "internal/privfile"},
 	"client/local": {"api", "client", "identity", "registry"},
 	"informer":     {"api", "client"},
 	"controller":   {"api", "client", "informer", "trace"},

@@ -46,11 +46,11 @@ func Secret() registry.Kind {
 		},
 		PrepareForCreate: func(_ context.Context, _ *registry.Admission, s *api.Secret) error {
 			merge(s)
-			return nil
+			return dropLastAppliedValues(s)
 		},
 		PrepareForUpdate: func(_ context.Context, _ *registry.Admission, s, _ *api.Secret) error {
 			merge(s)
-			return nil
+			return dropLastAppliedValues(s)
 		},
 		Default: func(s *api.Secret) {
 			if s.Type == "" {
@@ -107,4 +107,41 @@ func checkBase64(obj *api.Object) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// LastAppliedAnnotation is where `kubectl apply` keeps the configuration
+// it applied last, as JSON.
+const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// dropLastAppliedValues removes data and stringData from the configuration
+// `kubectl apply` records in the LastAppliedAnnotation of a Secret: the
+// annotation is metadata, which lists and watches show, and a Secret's
+// values never appear there. kubectl then sees those fields as never
+// applied: a later apply sends them again (the same values change
+// nothing), and a key removed from the configuration is not deleted by it
+// (delete it with a patch). An annotation that is not a JSON object is
+// left to kubectl.
+func dropLastAppliedValues(s *api.Secret) error {
+	raw, ok := s.Annotations[LastAppliedAnnotation]
+	if !ok {
+		return nil
+	}
+	var cfg map[string]json.RawMessage
+	if json.Unmarshal([]byte(raw), &cfg) != nil || cfg == nil {
+		return nil
+	}
+	_, hasData := cfg["data"]
+	_, hasString := cfg["stringData"]
+	if !hasData && !hasString {
+		return nil
+	}
+	delete(cfg, "data")
+	delete(cfg, "stringData")
+	out, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	s.Annotations = maps.Clone(s.Annotations)
+	s.Annotations[LastAppliedAnnotation] = string(out) + "\n"
+	return nil
 }

@@ -89,12 +89,6 @@ func (r *Registry) planCreate(ctx context.Context, adm *Admission, k *Kind, obj 
 	obj.ResourceVersion = ""
 	obj.DeletionTimestamp = nil
 	obj.SetField(api.FieldStatus, nil)
-	if !adm.applied {
-		var err error
-		if obj, err = r.recordUpdate(k, OpCreate, nil, obj, adm.manager, adm.User.Name); err != nil {
-			return nil, err
-		}
-	}
 	errs := r.validateMeta(k, obj, nil)
 	for _, f := range obj.Finalizers {
 		if serverFinalizer(f) {
@@ -107,6 +101,11 @@ func (r *Registry) planCreate(ctx context.Context, adm *Admission, k *Kind, obj 
 	}
 	if errs = append(errs, kindErrs...); len(errs) > 0 {
 		return nil, api.NewInvalid(k.Kind, obj.Name, errs)
+	}
+	if !adm.applied {
+		if out, err = r.recordUpdate(k, OpCreate, nil, out, adm.manager, adm.User.Name); err != nil {
+			return nil, err
+		}
 	}
 	owners, err := r.checkOwners(ctx, k, out, nil, pend)
 	if err != nil {
@@ -155,14 +154,6 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 		obj.UID, obj.CreationTimestamp, obj.DeletionTimestamp = old.UID, old.CreationTimestamp, old.DeletionTimestamp
 		obj.Generation, obj.GenerateName = old.Generation, old.GenerateName
 		obj.SetField(api.FieldStatus, old.Field(api.FieldStatus))
-	}
-	if !adm.applied {
-		var err error
-		if obj, err = r.recordUpdate(k, adm.Op, old, obj, adm.manager, adm.User.Name); err != nil {
-			return nil, err
-		}
-	}
-	if adm.Op != OpUpdateStatus {
 		metaErrs = append(r.validateMeta(k, obj, old), validateFinalizerChange(old, obj)...)
 	}
 	out, errs, err := k.prepare(ctx, adm, obj, old)
@@ -171,6 +162,13 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 	}
 	if errs = append(metaErrs, errs...); len(errs) > 0 {
 		return nil, api.NewInvalid(k.Kind, obj.Name, errs)
+	}
+	// Managed fields are recorded on the object as it will be stored
+	// (write-only fields such as a Secret's stringData merged away).
+	if !adm.applied {
+		if out, err = r.recordUpdate(k, adm.Op, old, out, adm.manager, adm.User.Name); err != nil {
+			return nil, err
+		}
 	}
 	key := r.key(k, out.Namespace, out.Name)
 	p := &plan{k: k, key: key, self: []store.Cond{store.Unchanged(key, cur.rev)}, out: out, write: true}

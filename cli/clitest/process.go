@@ -33,7 +33,7 @@ type Proc struct {
 
 // ReadyLine matches the line `cairn server` and `cairn controller-manager`
 // log once they serve; its first group is the URL.
-var ReadyLine = regexp.MustCompile(`cairn (?:server|controller-manager) ready"? url=(http://\S+)`)
+var ReadyLine = regexp.MustCompile(`cairn (?:server|controller-manager) ready"? url=(https?://\S+)`)
 
 // Start runs cmd (whose Stdout and Stderr it sets), waits until it logs its
 // ready line and returns it. The process is killed at test cleanup, and

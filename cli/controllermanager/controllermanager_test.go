@@ -28,10 +28,14 @@ import (
 const leaderTTL = 2 * time.Second
 
 // startManager runs `cairn controller-manager` as a real process against
-// the API server at url.
-func startManager(t *testing.T, bin, url, tokenFile string) *clitest.Proc {
+// the API server at url, whose certificate is issued by the CA ca (PEM).
+func startManager(t *testing.T, bin, url string, ca []byte, tokenFile string) *clitest.Proc {
 	t.Helper()
-	cmd := exec.Command(bin, "controller-manager", "--server", url, "--token-file", tokenFile,
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "controller-manager", "--server", url, "--certificate-authority", caFile, "--token-file", tokenFile,
 		"--listen", "127.0.0.1:0", "--leader-ttl", leaderTTL.String(), "--runtime-dir", filepath.Join(t.TempDir(), "runtime"))
 	return clitest.Start(t, cmd)
 }
@@ -59,7 +63,7 @@ func TestControllerManager_ActiveKilledMidCascade_StandbyFinishesIt(t *testing.T
 	tokenFile := writeToken(t, srv.Token)
 	procs := map[string]*clitest.Proc{}
 	for range 2 {
-		p := startManager(t, bin, srv.URL, tokenFile)
+		p := startManager(t, bin, srv.URL, srv.CA, tokenFile)
 		procs[p.URL] = p
 	}
 	var active string
@@ -180,7 +184,7 @@ func TestControllerManager_BadSettingsAreClearErrors(t *testing.T) {
 func TestControllerManager_TracesForwardedFromAPIServerToIt(t *testing.T) {
 	d, c := clitest.StartDaemon(t, daemon.Options{}) // a pure API server: no controllers
 	ctx := context.Background()
-	cm := startManager(t, clitest.BuildCairn(t), d.URL(), writeToken(t, d.Token()))
+	cm := startManager(t, clitest.BuildCairn(t), d.URL(), d.CA(), writeToken(t, d.Token()))
 	testkit.Eventually(t, 30*time.Second, "the controller manager to lead", func() bool {
 		holder, _ := lease.Current(ctx, c, manager.LeaseName)
 		return holder == cm.URL
@@ -228,7 +232,7 @@ func TestControllerManager_TracesForwardedFromAPIServerToIt(t *testing.T) {
 		if tc.token != "" {
 			req.Header.Set("Authorization", "Bearer "+tc.token)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testkit.HTTPClient(t, d.ClientConfig()).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
