@@ -82,3 +82,37 @@ func badPropagation(policy, why string) error {
 	st.Details = &api.StatusDetails{Causes: []api.StatusCause{{Field: "propagationPolicy", Type: "FieldValueNotSupported", Message: msg}}}
 	return st
 }
+
+// DeleteCollection deletes every object of a kind in ns (every namespace
+// when ns is "") that listOpts selects (labels, fields), each as Delete
+// does with opts, and returns them as the deletions left them (removed or
+// marked). The caller needs list on the collection and delete on each
+// object. An object already gone when its turn comes is skipped; any other
+// failure stops the deletion there and is returned with the objects
+// deleted so far. It blocks on the list's store reads and on one deletion
+// per object.
+//
+// Errors: those of List and of Delete.
+func (r *Registry) DeleteCollection(ctx context.Context, kind, ns string, listOpts api.ListOptions, opts api.DeleteOptions) (*api.List, error) {
+	list, err := r.List(ctx, kind, ns, api.ListOptions{LabelSelector: listOpts.LabelSelector, FieldSelector: listOpts.FieldSelector})
+	if err != nil {
+		return nil, err
+	}
+	out := &api.List{TypeMeta: list.TypeMeta, ListMeta: api.ListMeta{ResourceVersion: list.ResourceVersion}, Items: []*api.Object{}}
+	for _, o := range list.Items {
+		del := opts
+		ownUID := del.Preconditions.UID == ""
+		if ownUID {
+			del.Preconditions.UID = o.UID // never another incarnation of that name
+		}
+		obj, _, err := r.Delete(ctx, kind, o.Namespace, o.Name, del)
+		switch {
+		case errors.Is(err, api.ErrNotFound), ownUID && errors.Is(err, api.ErrConflict):
+			continue // gone since the list (or replaced: not the one listed)
+		case err != nil:
+			return out, err
+		}
+		out.Items = append(out.Items, obj)
+	}
+	return out, nil
+}

@@ -114,7 +114,41 @@ func (s *Server) serveCollection(w *statusWriter, r *http.Request, rt *route) {
 			return
 		}
 		s.writeJSON(w, r, http.StatusCreated, out)
+	case http.MethodDelete:
+		s.serveDeleteCollection(w, r, rt)
 	}
+}
+
+// serveDeleteCollection deletes the objects of a collection that the
+// label and field selectors select, with the delete options of the query
+// and body, and answers the list of them as the deletions left them.
+func (s *Server) serveDeleteCollection(w *statusWriter, r *http.Request, rt *route) {
+	q := r.URL.Query()
+	lo, err := listOptions(q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// uid and resourceVersion of the query name a list's version and one
+	// object's preconditions: neither fits a collection.
+	q.Del("uid")
+	q.Del("resourceVersion")
+	do, err := deleteOptionsOf(q, body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, err := s.reg.DeleteCollection(r.Context(), rt.kind.Kind, rt.ns, lo, do)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
 }
 
 func (s *Server) serveObject(w *statusWriter, r *http.Request, rt *route) {

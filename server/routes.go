@@ -149,7 +149,7 @@ func (rt *route) methods() []string {
 		if rt.kind.Namespaced && rt.ns == "" {
 			return []string{http.MethodGet}
 		}
-		return []string{http.MethodGet, http.MethodPost}
+		return []string{http.MethodGet, http.MethodPost, http.MethodDelete}
 	case targetObject:
 		return []string{http.MethodGet, http.MethodPut, http.MethodPatch, http.MethodDelete}
 	case targetStatus:
@@ -198,6 +198,8 @@ func (rt *route) verb(method string, watch bool) string {
 		switch {
 		case method == http.MethodPost:
 			return "create"
+		case method == http.MethodDelete:
+			return "deletecollection"
 		case watch:
 			return "watch"
 		}
