@@ -37,13 +37,13 @@ func (s *Service) handleCreate(ctx context.Context, req registry.ActionRequest) 
 	}
 	ev.Namespace = req.Namespace
 	if ev.Spec.Project != "" {
-		out, err := s.create(ctx, ev)
+		out, err := s.create(ctx, ev, req.Options)
 		if err != nil {
 			return registry.ActionResult{}, err
 		}
 		return registry.ActionResult{Code: http.StatusCreated, Object: out}, nil
 	}
-	list, err := s.FanOut(ctx, ev)
+	list, err := s.FanOut(ctx, ev, req.Options)
 	if err != nil {
 		return registry.ActionResult{}, err
 	}
@@ -86,15 +86,16 @@ func decodeBody(body []byte) (*api.Event, error) {
 // NotFound (the namespace), Conflict (the project kept changing), and the
 // store's.
 func (s *Service) Create(ctx context.Context, ev *api.Event) (*api.Event, error) {
-	obj, err := s.create(ctx, ev)
+	obj, err := s.create(ctx, ev, api.WriteOptions{})
 	if err != nil {
 		return nil, err
 	}
 	return decodeEvent(obj)
 }
 
-// create is Create, answering the stored object.
-func (s *Service) create(ctx context.Context, ev *api.Event) (*api.Object, error) {
+// create is Create, answering the stored object; with opts DryRun it
+// checks everything and writes nothing (the token it made is dropped).
+func (s *Service) create(ctx context.Context, ev *api.Event, opts api.WriteOptions) (*api.Object, error) {
 	reg, err := s.registry()
 	if err != nil {
 		return nil, err
@@ -114,7 +115,7 @@ func (s *Service) create(ctx context.Context, ev *api.Event) (*api.Object, error
 			}
 			s.keepSnapshot(key, sn)
 		}
-		out, err := s.createFor(sys, reg, ev, sn)
+		out, err := s.createFor(sys, reg, ev, sn, opts)
 		if errors.Is(err, api.ErrConflict) {
 			s.dropSnapshot(key)
 		}
@@ -198,8 +199,9 @@ func readProject(ctx context.Context, reg *registry.Registry, ns, name string) (
 // does, and returns them as an EventList, possibly empty. Projects are
 // taken in name order; a failure stops there and is returned (the events
 // created before it stay, each whole). It blocks on one list of the
-// projects and on each creation. Errors: as Create.
-func (s *Service) FanOut(ctx context.Context, ev *api.Event) (*api.List, error) {
+// projects and on each creation. With opts DryRun nothing is written.
+// Errors: as Create.
+func (s *Service) FanOut(ctx context.Context, ev *api.Event, opts api.WriteOptions) (*api.List, error) {
 	reg, err := s.registry()
 	if err != nil {
 		return nil, err
@@ -221,7 +223,7 @@ func (s *Service) FanOut(ctx context.Context, ev *api.Event) (*api.List, error) 
 		}
 		one := *ev
 		one.Spec.Project = p.Name
-		obj, err := s.create(ctx, &one)
+		obj, err := s.create(ctx, &one, opts)
 		if err != nil {
 			return nil, fmt.Errorf("event for project %s: %w", p.Name, err)
 		}
@@ -231,7 +233,7 @@ func (s *Service) FanOut(ctx context.Context, ev *api.Event) (*api.List, error) 
 }
 
 // createFor is one attempt of Create over the snapshot sn.
-func (s *Service) createFor(ctx context.Context, reg *registry.Registry, in *api.Event, sn *snapshot) (*api.Object, error) {
+func (s *Service) createFor(ctx context.Context, reg *registry.Registry, in *api.Event, sn *snapshot, opts api.WriteOptions) (*api.Object, error) {
 	if len(in.Spec.Worker.Command) > 0 || in.Spec.Worker.Image != "" {
 		return nil, api.NewInvalid(api.KindEvent, in.Name, field.ErrorList{field.Forbidden(field.NewPath("spec", "worker"),
 			"the worker is copied from the project's workerTemplate")})
@@ -308,7 +310,7 @@ func (s *Service) createFor(ctx context.Context, reg *registry.Registry, in *api
 	}
 	txn.Create(secObj)
 	txn.Also(conds, auth.TokenOp(token, TokenUser(ev.Namespace, ev.Name)))
-	res, err := txn.Commit(ctx)
+	res, err := txn.Commit(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -107,15 +107,20 @@ func system(ctx context.Context) context.Context { return identity.With(ctx, ide
 //	GET    /namespaces/{ns}/events/search           list by project, source, type, phases, labels
 func (s *Service) Actions() []registry.Action {
 	return []registry.Action{
-		{Name: "", Method: http.MethodPost, Collection: true, Handle: s.handleCreate},
+		{Name: "", Method: http.MethodPost, Collection: true, Handle: s.handleCreate,
+			Params: []string{"dryRun", "fieldManager", "fieldValidation"}},
 		{Name: "cancel", Method: http.MethodPost, Handle: s.handleCancel},
-		{Name: "cancel", Method: http.MethodPost, Collection: true, Handle: s.handleCancelMany},
-		{Name: "", Method: http.MethodDelete, Collection: true, Handle: s.handleDeleteMany},
+		{Name: "cancel", Method: http.MethodPost, Collection: true, Handle: s.handleCancelMany, Params: criteriaParams},
+		{Name: "", Method: http.MethodDelete, Collection: true, Handle: s.handleDeleteMany, Params: criteriaParams},
 		{Name: "jobs", Method: http.MethodPost, Handle: s.handleJob},
-		{Name: "logs", Method: http.MethodGet, Handle: s.handleLogs},
-		{Name: "search", Method: http.MethodGet, Collection: true, Handle: s.handleSearch},
+		{Name: "logs", Method: http.MethodGet, Handle: s.handleLogs, Params: []string{"job", "follow"}},
+		{Name: "search", Method: http.MethodGet, Collection: true, Handle: s.handleSearch,
+			Params: []string{"project", "source", "type", "phases", "labelSelector"}},
 	}
 }
+
+// criteriaParams are the query parameters of cancel-many and delete-many.
+var criteriaParams = []string{"project", "phases"}
 
 // getEvent reads the event ns/name as the system.
 func (s *Service) getEvent(ctx context.Context, ns, name string) (*api.Event, error) {

@@ -225,6 +225,12 @@ type Action struct {
 	// Authorize grants (or denies) callers other than admins this action,
 	// whose verb is Verb(); it is consulted before the kind's rule.
 	Authorize authz.Rule
+	// Params are the query parameters the action reads. The HTTP server
+	// refuses any other (but pretty and timeout) with BadRequest, so that
+	// no parameter is silently ignored. When they include dryRun, the
+	// server reads the write parameters (dryRun, fieldManager,
+	// fieldValidation) into ActionRequest.Options.
+	Params []string
 	// Handle serves the call. The caller is in the context (identity.From).
 	// Errors should be *api.Status; others become InternalError.
 	Handle func(ctx context.Context, req ActionRequest) (ActionResult, error)
@@ -250,6 +256,10 @@ type ActionRequest struct {
 	Name  string
 	Query url.Values
 	Body  []byte
+	// Options are the write parameters of the query, for an action that
+	// declares them (Action.Params): a create with rules of its own honours
+	// DryRun as Create does.
+	Options api.WriteOptions
 }
 
 // ActionResult is the answer of an Action: an object sent as JSON with

@@ -106,7 +106,12 @@ func (t *Txn) Also(conds []store.Cond, ops ...store.Op) {
 // `transaction item 2 (update Secret "demo/db"): ...`. A transaction with
 // more conditions or writes than the store accepts (Options.MaxTxnOps)
 // is Invalid, naming its size and the limit, and never reaches the store.
-func (t *Txn) Commit(ctx context.Context) ([]TxnResult, error) {
+//
+// With opts DryRun every write is planned and checked, and the
+// transaction's conditions confirmed with the store, but nothing is
+// written: the results are the objects as they would be (creates without
+// a resourceVersion). At most one opts is used.
+func (t *Txn) Commit(ctx context.Context, opts ...api.WriteOptions) ([]TxnResult, error) {
 	u, err := caller(ctx)
 	if err != nil {
 		return nil, err
@@ -139,7 +144,7 @@ func (t *Txn) Commit(ctx context.Context) ([]TxnResult, error) {
 		}
 		keys[key] = i
 	}
-	res, i, err := t.r.run(ctx, u, t.items, false)
+	res, i, err := t.r.run(ctx, u, t.items, writeOptions(opts).DryRun)
 	if err != nil {
 		if i < 0 {
 			return nil, apiError(err, "", "")

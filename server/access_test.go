@@ -96,7 +96,7 @@ func TestRoutes_UnknownPathsAndWrongMethods(t *testing.T) {
 		{"GET", nsPath("default", "widgets", "w", "status", "x"), http.StatusNotFound},
 		{"GET", base + "//x", http.StatusBadRequest}, // an empty segment is refused, never routed
 		{"POST", path("secrets"), http.StatusMethodNotAllowed},
-		{"DELETE", nsPath("default", "secrets"), http.StatusMethodNotAllowed},
+		{"DELETE", path("secrets"), http.StatusMethodNotAllowed}, // a collection is deleted in one namespace
 		{"POST", nsPath("default", "secrets", "x"), http.StatusMethodNotAllowed},
 		{"DELETE", nsPath("default", "widgets", "w", "status"), http.StatusMethodNotAllowed},
 		{"GET", nsPath("default", "widgets", "w", "poke"), http.StatusMethodNotAllowed},

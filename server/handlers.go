@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -38,7 +39,7 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request) {
 		s.writeError(w, r, rerr)
 		return
 	}
-	if rt.target != targetAction && rt.target != targetDiscovery {
+	if rt.target != targetDiscovery {
 		q := r.URL.Query()
 		err := checkParams(q, paramsFor(rt, r.Method)...)
 		var timeout time.Duration
@@ -293,6 +294,12 @@ func (s *Server) serveAction(w *statusWriter, r *http.Request, rt *route) {
 		return
 	}
 	req := registry.ActionRequest{Namespace: rt.ns, Name: rt.name, Query: r.URL.Query(), Body: body}
+	if slices.Contains(rt.action.Params, "dryRun") {
+		if req.Options, err = writeOptions(req.Query); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	res, err := s.reg.Act(r.Context(), rt.kind, rt.action, req)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -176,14 +176,14 @@ func widgetKind(h *widgetHooks) registry.Kind {
 			return errs
 		},
 		Actions: []registry.Action{
-			{Name: "poke", Method: http.MethodPost, Handle: echo},
+			{Name: "poke", Method: http.MethodPost, Handle: echo, Params: []string{"x"}},
 			{Name: "cancel", Method: http.MethodPost, Collection: true,
 				Handle: func(ctx context.Context, req registry.ActionRequest) (registry.ActionResult, error) {
 					r, err := echo(ctx, req)
 					r.Code = http.StatusCreated
 					return r, err
 				}},
-			{Name: "", Method: http.MethodDelete, Collection: true,
+			{Name: "", Method: http.MethodDelete, Collection: true, Params: []string{"phase"},
 				Handle: func(ctx context.Context, req registry.ActionRequest) (registry.ActionResult, error) {
 					if req.Query.Get("phase") == "" {
 						return registry.ActionResult{}, api.NewBadRequest("phase: required")

@@ -60,6 +60,10 @@ func checkParams(q url.Values, allowed ...[]string) error {
 // paramsFor returns the parameters a request on rt with method understands.
 func paramsFor(rt *route, method string) [][]string {
 	switch {
+	case rt.target == targetAction:
+		return [][]string{rt.action.Params}
+	case rt.target == targetTrace:
+		return nil
 	case rt.target == targetCollection && method == "GET":
 		return [][]string{listParams, tableParams}
 	case rt.target == targetCollection && method == "POST":
