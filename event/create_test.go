@@ -319,3 +319,44 @@ func TestSearch_FiltersByProjectSourceTypePhaseAndLabels(t *testing.T) {
 		t.Errorf("an unknown phase: %d, want 400", code)
 	}
 }
+
+func TestCreate_DryRunChecksEverythingAndWritesNothing(t *testing.T) {
+	e := start(t)
+	e.project("shop", api.ProjectSpec{})
+	rev := func() int64 {
+		r, err := e.s.Store.Revision(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	before := rev()
+	body := map[string]any{"apiVersion": api.APIVersion, "kind": api.KindEvent,
+		"metadata": map[string]any{"generateName": "shop-"}, "spec": map[string]any{"project": "shop", "source": "git", "type": "push"}}
+	code, b := e.do("POST", "/namespaces/default/events?dryRun=All", e.s.Token, body)
+	if code != 201 {
+		t.Fatalf("dry-run create = %d %s", code, b)
+	}
+	var ev api.Event
+	if err := json.Unmarshal(b, &ev); err != nil || ev.ResourceVersion != "" || ev.Spec.Worker.Command == nil {
+		t.Fatalf("dry-run answer %s (%v): want the event as it would be, without a resourceVersion", b, err)
+	}
+	// Fan-out too.
+	delete(body["spec"].(map[string]any), "project")
+	if code, b := e.do("POST", "/namespaces/default/events?dryRun=All", e.s.Token, body); code != 201 {
+		t.Fatalf("dry-run fan-out = %d %s", code, b)
+	}
+	if after := rev(); after != before {
+		t.Fatalf("a dry run wrote: revision %d → %d", before, after)
+	}
+	// An unknown project is refused as the real create is.
+	body["spec"].(map[string]any)["project"] = "nope"
+	code, b = e.do("POST", "/namespaces/default/events", e.s.Token, body)
+	if dcode, db := e.do("POST", "/namespaces/default/events?dryRun=All", e.s.Token, body); dcode != code || code < 400 {
+		t.Fatalf("dry run for a missing project = %d %s; the real create = %d %s", dcode, db, code, b)
+	}
+	// An action that does not dry-run refuses the parameter.
+	if code, b := e.do("POST", "/namespaces/default/events/x/cancel?dryRun=All", e.s.Token, nil); code != 400 {
+		t.Fatalf("cancel?dryRun=All = %d %s, want 400", code, b)
+	}
+}

@@ -51,7 +51,7 @@ func (e *env) do(method, path, token string, body any) (int, []byte) {
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := e.s.HTTPClient().Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func TestWorkerToken_MayDoOnlyWhatItsScopeGrants(t *testing.T) {
 	}
 	req, _ := http.NewRequest("GET", e.s.URL+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := e.s.HTTPClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
