@@ -282,12 +282,7 @@ const maxApplyAttempts = 4
 // Errors: as Update and Create, plus BadRequest for a configuration that
 // does not decode, names another object, or lacks a field manager.
 func (r *Registry) Apply(ctx context.Context, kind, ns, name string, patch []byte, status bool, opts api.WriteOptions) (obj *api.Object, created bool, err error) {
-	a := authz.Attributes{Verb: authz.VerbPatch, Namespace: ns, Name: name}
-	op := OpUpdate
-	if status {
-		a.Subresource, op = "status", OpUpdateStatus
-	}
-	k, u, err := r.admit(ctx, kind, a)
+	k, u, op, err := r.admitPatch(ctx, kind, ns, name, status)
 	if err != nil {
 		return nil, false, err
 	}

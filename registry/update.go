@@ -9,6 +9,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
+	"cairn.dev/cairn/identity"
 )
 
 // Get reads one object. It blocks on one store read. A Namespace comes
@@ -97,12 +98,7 @@ func (r *Registry) write(ctx context.Context, in *api.Object, op Operation, o ap
 // does not apply, UnsupportedMediaType for another patch type.
 func (r *Registry) Patch(ctx context.Context, kind, ns, name string, patch []byte, status bool, opts ...api.WriteOptions) (*api.Object, error) {
 	o := writeOptions(opts)
-	a := authz.Attributes{Verb: authz.VerbPatch, Namespace: ns, Name: name}
-	op := OpUpdate
-	if status {
-		a.Subresource, op = "status", OpUpdateStatus
-	}
-	k, u, err := r.admit(ctx, kind, a)
+	k, u, op, err := r.admitPatch(ctx, kind, ns, name, status)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +134,19 @@ func (r *Registry) Patch(ctx context.Context, kind, ns, name string, patch []byt
 		return nil, apiError(err, k.Kind, name)
 	}
 	return res[0].Object, nil
+}
+
+// admitPatch admits the caller in ctx to patch kind's object ns/name, or
+// with status its status, and returns the kind, the caller and the write's
+// operation.
+func (r *Registry) admitPatch(ctx context.Context, kind, ns, name string, status bool) (*Kind, identity.User, Operation, error) {
+	a := authz.Attributes{Verb: authz.VerbPatch, Namespace: ns, Name: name}
+	op := OpUpdate
+	if status {
+		a.Subresource, op = "status", OpUpdateStatus
+	}
+	k, u, err := r.admit(ctx, kind, a)
+	return k, u, op, err
 }
 
 // newPatch is the write of patch to kind k's object ns/name, conditional
