@@ -34,7 +34,7 @@ func widgetKind() registry.Kind {
 		Namespaced: true,
 		ShortNames: []string{"wd"},
 		Actions: []registry.Action{
-			{Name: "echo", Method: "POST", Handle: func(_ context.Context, req registry.ActionRequest) (registry.ActionResult, error) {
+			{Name: "echo", Method: "POST", Params: []string{"fail", "x"}, Handle: func(_ context.Context, req registry.ActionRequest) (registry.ActionResult, error) {
 				if req.Query.Get("fail") != "" {
 					return registry.ActionResult{}, api.NewConflict("Widget", req.Name, "asked to fail")
 				}
