@@ -27,6 +27,13 @@ type flagpole struct {
 	Timeout        time.Duration
 	Force          bool
 	IgnoreNotFound bool
+	Cascade        string
+	DryRun         string
+}
+
+// propagation maps --cascade to a propagation policy, as kubectl does.
+var propagation = map[string]string{
+	"foreground": api.PropagationForeground, "background": api.PropagationBackground, "orphan": api.PropagationOrphan,
 }
 
 // New returns the `delete` command.
@@ -38,9 +45,11 @@ func New(s *session.Session) *cobra.Command {
 		Long: "Delete marks objects for deletion. An object whose finalizers are done goes at once (deleted);\n" +
 			"others stay readable until the garbage collector and controllers finish (marked for deletion).\n" +
 			"--wait blocks until they are gone. --force (admins only) drops every finalizer and removes the\n" +
-			"object at once: the escape hatch for a stuck deletion.",
+			"object at once: the escape hatch for a stuck deletion. --cascade chooses what becomes of the\n" +
+			"objects' dependents: foreground (the default: they go first), background (the object goes at\n" +
+			"once, they after) or orphan (they stay, without their reference to it).",
 		Example: "  cairn delete installation preview-42 --wait\n  cairn delete -f examples/demo.yaml\n" +
-			"  cairn delete secret stuck --force",
+			"  cairn delete secret stuck --force\n  cairn delete installation preview-42 --cascade=orphan --dry-run=server",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return run(cmd.Context(), s, flags, args)
 		},
@@ -51,6 +60,8 @@ func New(s *session.Session) *cobra.Command {
 	f.DurationVar(&flags.Timeout, "timeout", 60*time.Second, "with --wait, how long to wait; 0 waits forever")
 	f.BoolVar(&flags.Force, "force", false, "drop all finalizers and delete at once (admin only)")
 	f.BoolVar(&flags.IgnoreNotFound, "ignore-not-found", false, "treat objects that do not exist as deleted")
+	f.StringVar(&flags.Cascade, "cascade", "foreground", "what becomes of the dependents: foreground, background or orphan")
+	f.StringVar(&flags.DryRun, "dry-run", "none", "server: check the deletion on the server and write nothing; none: delete")
 	return cmd
 }
 
@@ -65,6 +76,15 @@ type target struct {
 func run(ctx context.Context, s *session.Session, flags *flagpole, args []string) error {
 	if flags.Timeout < 0 {
 		return fmt.Errorf("--timeout must not be negative")
+	}
+	if _, ok := propagation[flags.Cascade]; !ok {
+		return fmt.Errorf("--cascade %q: use foreground, background or orphan", flags.Cascade)
+	}
+	if flags.DryRun != "none" && flags.DryRun != "server" {
+		return fmt.Errorf("--dry-run %q: use server or none", flags.DryRun)
+	}
+	if flags.DryRun == "server" && flags.Wait {
+		return fmt.Errorf("--wait and --dry-run=server cannot go together: a dry run deletes nothing to wait for")
 	}
 	var targets []target
 	switch {
@@ -132,7 +152,8 @@ func deleteTargets(ctx context.Context, s *session.Session, targets []target, fl
 	)
 	for _, t := range targets {
 		ref := printer.ObjectName(t.kind.Kind, t.name)
-		_, gone, err := c.Delete(ctx, t.kind.Kind, t.ns, t.name, api.DeleteOptions{Force: flags.Force})
+		_, gone, err := c.Delete(ctx, t.kind.Kind, t.ns, t.name, api.DeleteOptions{Force: flags.Force,
+			PropagationPolicy: propagation[flags.Cascade], DryRun: flags.DryRun == "server"})
 		switch {
 		case errors.Is(err, api.ErrNotFound) && flags.IgnoreNotFound:
 			continue
@@ -149,6 +170,9 @@ func deleteTargets(ctx context.Context, s *session.Session, targets []target, fl
 		if !gone {
 			msg = "marked for deletion"
 			pending = append(pending, t)
+		}
+		if flags.DryRun == "server" {
+			msg += " (server dry run)"
 		}
 		if _, err := fmt.Fprintf(s.Streams.Out, "%s %s\n", ref, msg); err != nil {
 			return err

@@ -127,3 +127,42 @@ func TestDelete_FromManifestAndMissingObjects(t *testing.T) {
 		t.Errorf("delete without a name: %v %q", r.Error, r.Err)
 	}
 }
+
+func TestDelete_CascadeAndDryRun(t *testing.T) {
+	srv := servertest.Start(t)
+	apply(t, srv, "kind: Secret\nmetadata: {name: owner}\n")
+	ctx := context.Background()
+	c := srv.Client(t)
+	owner, err := c.Get(ctx, "Secret", "default", "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := testkit.Secret("default", "dep", nil, testkit.OwnedBy(owner))
+	if _, err := c.Create(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	// A server dry run says what would happen and changes nothing.
+	r := clitest.Run(t, srv.Config(), "delete", "secret", "owner", "--dry-run=server")
+	if r.Error != nil || !strings.Contains(r.Out, "secret/owner marked for deletion (server dry run)") {
+		t.Fatalf("dry run: %q %q %v", r.Out, r.Err, r.Error)
+	}
+	if o, err := c.Get(ctx, "Secret", "default", "owner"); err != nil || o.Deleting() {
+		t.Fatalf("after a dry run the owner is %+v, %v", o, err)
+	}
+	// Orphan: the owner goes once released (no collector runs here, so it
+	// stays marked with the orphan finalizer), background: gone at once.
+	r = clitest.Run(t, srv.Config(), "delete", "secret", "owner", "--cascade=orphan")
+	if r.Error != nil {
+		t.Fatalf("orphan: %v %s", r.Error, r.Err)
+	}
+	if o, err := c.Get(ctx, "Secret", "default", "owner"); err != nil || !o.HasFinalizer(api.FinalizerOrphan) {
+		t.Fatalf("after --cascade=orphan the owner is %+v, %v; want it marked with %s", o, err, api.FinalizerOrphan)
+	}
+	r = clitest.Run(t, srv.Config(), "delete", "secret", "dep", "--cascade=background")
+	if r.Error != nil || !strings.Contains(r.Out, "secret/dep deleted") {
+		t.Fatalf("background: %q %v", r.Out, r.Error)
+	}
+	if r := clitest.Run(t, srv.Config(), "delete", "secret", "owner", "--cascade=sideways"); r.Error == nil || !strings.Contains(r.Err, "--cascade") {
+		t.Fatalf("a bad --cascade: %q %v", r.Err, r.Error)
+	}
+}
