@@ -77,6 +77,8 @@ type Controller struct {
 	// status batches the status writes when c is a client.StatusBatcher;
 	// nil: one UpdateStatus per write.
 	status *statusWriter
+	// refs caches the last Cleaner's target references for the indexes.
+	refs refsCache
 
 	factory  *informer.Factory
 	cleaners *informer.Informer
@@ -167,7 +169,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		defer c.factory.Shutdown()
 	}
 	c.cleaners = c.factory.For(api.KindCleaner)
-	for name, f := range map[string]informer.IndexFunc{IndexTargets: indexTargets, IndexSelectors: indexSelectors} {
+	for name, f := range map[string]informer.IndexFunc{IndexTargets: c.indexTargets, IndexSelectors: c.indexSelectors} {
 		if err := c.cleaners.AddIndex(name, f); err != nil && !isIndexExists(err) {
 			return fmt.Errorf("cleaner: %w", err)
 		}
