@@ -70,7 +70,8 @@ func (w *statusWriter) Write(ctx context.Context, obj *api.Object) (*api.Object,
 
 // Run commits batches with statusFlushers goroutines until ctx is done; it
 // blocks until they have all returned. A batch in flight when ctx ends is
-// cut short by ctx (its writes not yet committed fail: Timeout).
+// cut short by ctx: its writes not committed yet fail (and their workers,
+// whose ctx ends too, have returned already).
 func (w *statusWriter) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for range statusFlushers {

@@ -19,10 +19,11 @@ type StatusBatcher interface {
 	// own outcome: one that fails (Conflict, NotFound, Invalid, Forbidden,
 	// ...) does not keep the others from being written. Two objects with
 	// the same name are written one after the other, in order. It blocks
-	// until every write is committed or has failed; when ctx ends first,
-	// or the store times out, the writes not yet committed fail with
-	// Timeout (they may or may not have been applied, as with
-	// UpdateStatus). It never returns fewer results than objs.
+	// until every write is committed or has failed. When ctx ends first,
+	// or the store fails (Timeout, ServiceUnavailable), the writes not yet
+	// committed fail with the error UpdateStatus would give them, and may
+	// or may not have been applied, as with UpdateStatus. It never returns
+	// fewer results than objs.
 	UpdateStatuses(ctx context.Context, objs []*api.Object) []StatusResult
 }
 

@@ -37,12 +37,13 @@ type StatusResult struct {
 // resourceVersion, then fails with Conflict).
 //
 // It blocks on the store: one read per transaction (more for stale reads
-// and retries) and the transactions. Every result carries the same error
-// when ctx has no caller (Unauthorized), when the store fails (Timeout,
-// ServiceUnavailable: a write may then have been applied or not, as with
-// UpdateStatus), or when ctx ends while a write waits for its turn or a
-// retry (Timeout: nothing was written). It is safe for concurrent use; it
-// never returns fewer results than objs.
+// and retries) and the transactions. Every write fails with Unauthorized
+// when ctx has no caller. The writes not committed yet fail together when
+// the store fails or ctx ends during a read or a transaction (the store's
+// error, as UpdateStatus gives it: Timeout, ServiceUnavailable, ...; a
+// write may then have been applied or not), or when ctx ends while they
+// wait for their turn or a retry (Timeout: nothing was written). It is
+// safe for concurrent use; it never returns fewer results than objs.
 func (r *Registry) UpdateStatuses(ctx context.Context, objs []*api.Object) []StatusResult {
 	out := make([]StatusResult, len(objs))
 	u, err := caller(ctx)
