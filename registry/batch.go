@@ -56,8 +56,7 @@ func (r *Registry) UpdateStatuses(ctx context.Context, objs []*api.Object) []Sta
 	// Admit every write, then split them into rounds in which each
 	// object is written once, in order.
 	items := make([]*txnItem, len(objs))
-	var rounds [][]int
-	seen := map[string]int{}
+	keys := make([]string, len(objs))
 	for i, o := range objs {
 		k, _, err := r.admit(ctx, o.Kind, authz.Attributes{Verb: authz.VerbUpdate, Subresource: "status",
 			Namespace: o.Namespace, Name: o.Name})
@@ -69,15 +68,9 @@ func (r *Registry) UpdateStatuses(ctx context.Context, objs []*api.Object) []Sta
 			out[i].Err = err
 			continue
 		}
-		key := r.key(k, items[i].namespace(), o.Name)
-		n := seen[key]
-		seen[key] = n + 1
-		if n == len(rounds) {
-			rounds = append(rounds, nil)
-		}
-		rounds[n] = append(rounds[n], i)
+		keys[i] = r.key(k, items[i].namespace(), o.Name)
 	}
-	for _, round := range rounds {
+	for _, round := range batchRounds(keys) {
 		for len(round) > 0 {
 			chunk := round[:min(len(round), MaxTxnItems)]
 			round = round[len(chunk):]
@@ -96,6 +89,28 @@ func (r *Registry) UpdateStatuses(ctx context.Context, objs []*api.Object) []Sta
 		}
 	}
 	return out
+}
+
+// batchRounds splits writes to keys (by index; "" for a write that is not
+// made) into rounds in which each key appears once: the n-th write to a
+// key goes to round n, and each round keeps the writes' order. Writes to
+// one object then commit one after the other, in order, and a round's
+// keys can share a transaction.
+func batchRounds(keys []string) [][]int {
+	var rounds [][]int
+	seen := map[string]int{}
+	for i, key := range keys {
+		if key == "" {
+			continue
+		}
+		n := seen[key]
+		seen[key] = n + 1
+		if n == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[n] = append(rounds[n], i)
+	}
+	return rounds
 }
 
 // runEach plans the status writes items (distinct objects, already

@@ -50,6 +50,26 @@ func statusIs(t *testing.T, r *registry.Registry, kind, ns, name, want string) {
 	}
 }
 
+func TestBatchRounds_EachKeyOncePerRoundInOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keys []string
+		want [][]int
+	}{
+		{"none", nil, nil},
+		{"distinct keys share one round", []string{"a", "b", "c"}, [][]int{{0, 1, 2}}},
+		{"a key written twice goes to a second round", []string{"a", "b", "a"}, [][]int{{0, 1}, {2}}},
+		{"three writes of one key, three rounds", []string{"a", "a", "b", "a"}, [][]int{{0, 2}, {1}, {3}}},
+		{"writes not made are skipped", []string{"", "a", "", "a"}, [][]int{{1}, {3}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := registry.BatchRounds(tc.keys); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("rounds %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestUpdateStatuses_WritesEveryStatusInOneTransaction(t *testing.T) {
 	r, s := newRegistry(t)
 	// newRegistry serves the real kinds: Cleaners' statuses are typed.
