@@ -31,8 +31,10 @@ import (
 
 // Options configures a Controller. The zero value is usable.
 type Options struct {
-	// Workers is the number of Cleaners reconciled concurrently; default 16
-	// (a reconcile mostly waits for its status write to commit).
+	// Workers is the number of Cleaners reconciled concurrently; default
+	// 64. A reconcile mostly waits for its status write to commit, and the
+	// writes waiting together are committed together (statuswriter.go):
+	// more workers make larger batches when many Cleaners are due.
 	Workers int
 	// Logger receives the controller's logs; default slog.Default().
 	Logger *slog.Logger
@@ -72,6 +74,11 @@ type Controller struct {
 	log   *slog.Logger
 	m     *metrics
 	sched *Schedule
+	// status batches the status writes when c is a client.StatusBatcher;
+	// nil: one UpdateStatus per write.
+	status *statusWriter
+	// refs caches the last Cleaner's target references for the indexes.
+	refs refsCache
 
 	factory  *informer.Factory
 	cleaners *informer.Informer
@@ -106,7 +113,7 @@ type compiled struct {
 // New builds a controller acting through c. It does nothing until Run.
 func New(c client.Interface, opts Options) *Controller {
 	if opts.Workers <= 0 {
-		opts.Workers = 16
+		opts.Workers = 64
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -115,12 +122,16 @@ func New(c client.Interface, opts Options) *Controller {
 		opts.SyncTimeout = 30 * time.Second
 	}
 	log := opts.Logger.With("controller", "cleaner")
-	return &Controller{
+	ctl := &Controller{
 		c: c, opts: opts, log: log, m: newMetrics(opts.Metrics, log), sched: NewSchedule(),
 		factory: opts.Informers, watched: map[string]*informer.Informer{}, programs: map[string]compiled{},
 		compiler: condition.NewCompiler(),
 		toWatch:  map[string]bool{}, wakeW: make(chan struct{}, 1),
 	}
+	if b, ok := c.(client.StatusBatcher); ok {
+		ctl.status = newStatusWriter(b)
+	}
+	return ctl
 }
 
 // Schedule returns the controller's schedule (for tests and benchmarks:
@@ -158,7 +169,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		defer c.factory.Shutdown()
 	}
 	c.cleaners = c.factory.For(api.KindCleaner)
-	for name, f := range map[string]informer.IndexFunc{IndexTargets: indexTargets, IndexSelectors: indexSelectors} {
+	for name, f := range map[string]informer.IndexFunc{IndexTargets: c.indexTargets, IndexSelectors: c.indexSelectors} {
 		if err := c.cleaners.AddIndex(name, f); err != nil && !isIndexExists(err) {
 			return fmt.Errorf("cleaner: %w", err)
 		}
@@ -179,6 +190,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer wg.Wait()
 	defer cancel()
 	wg.Go(func() { c.watchLoop(ctx) })
+	if c.status != nil {
+		wg.Go(func() { c.status.Run(ctx) })
+	}
 	if c.cleaners.WaitForSync(ctx) {
 		c.restored.Store(true)
 		c.log.Info("cleaners scheduled", "scheduled", c.sched.Len(), "queued", c.ctrl.Len())
@@ -196,8 +210,7 @@ func (c *Controller) onCleanerAdd(o *api.Object) {
 	c.askWatch(o)
 	key := api.Key(o.Namespace, o.Name)
 	if !c.restored.Load() {
-		var cl api.Cleaner
-		if err := o.Into(&cl); err == nil {
+		if cl, err := decodeCleaner(o); err == nil {
 			st := cl.Status
 			if st.NextScheduledEvaluation != nil && st.ObservedGeneration == cl.Generation &&
 				st.Phase != api.CleanerDeleting && time.Now().Before(*st.NextScheduledEvaluation) && !cl.Deleting() {

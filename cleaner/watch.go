@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/informer"
@@ -33,13 +34,35 @@ func refsOf(o *api.Object) cleanerRefs {
 	return r
 }
 
+// refsCache keeps the refs of the last Cleaner object asked for: the
+// informer computes both indexes of an object, and the handlers then look
+// at it, one after the other, so each object is decoded once instead of
+// three times. Cached objects are never modified, so the pointer
+// identifies the version. The zero value is ready to use.
+type refsCache struct {
+	mu   sync.Mutex
+	obj  *api.Object
+	refs cleanerRefs
+}
+
+// of returns refsOf(o), decoding o unless it was the last object asked
+// for. The refs returned are shared: read them, never modify them.
+func (rc *refsCache) of(o *api.Object) cleanerRefs {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.obj != o {
+		rc.obj, rc.refs = o, refsOf(o)
+	}
+	return rc.refs
+}
+
 // targetKey is an object's value in IndexTargets.
 func targetKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
 
 // indexTargets indexes a Cleaner under each resolved target of its status
 // and each evaluated target its spec names.
-func indexTargets(o *api.Object) []string {
-	r := refsOf(o)
+func (c *Controller) indexTargets(o *api.Object) []string {
+	r := c.refs.of(o)
 	var out []string
 	for _, ref := range r.Status.ResolvedTargets {
 		if kind, name, ok := strings.Cut(ref, "/"); ok {
@@ -56,9 +79,9 @@ func indexTargets(o *api.Object) []string {
 
 // indexSelectors indexes a Cleaner under "Kind/ns" of each evaluated
 // target selected by labels.
-func indexSelectors(o *api.Object) []string {
+func (c *Controller) indexSelectors(o *api.Object) []string {
 	var out []string
-	for _, t := range refsOf(o).Spec.Targets {
+	for _, t := range c.refs.of(o).Spec.Targets {
 		if t.Evaluated() && t.Reference.Name == "" {
 			out = append(out, t.Reference.Kind+"/"+o.Namespace)
 		}
@@ -71,7 +94,7 @@ func isIndexExists(err error) bool { return errors.Is(err, informer.ErrIndexExis
 // askWatch asks Run's watch loop to watch the kinds of o's targets. It
 // never blocks (handlers call it).
 func (c *Controller) askWatch(o *api.Object) {
-	r := refsOf(o)
+	r := c.refs.of(o)
 	c.mu.Lock()
 	added := false
 	for _, t := range r.Spec.Targets {
@@ -191,7 +214,7 @@ func (c *Controller) targetChanged(kind string, old, o *api.Object) {
 	}
 	sel, _ := c.cleaners.ByIndex(IndexSelectors, kind+"/"+obj.Namespace)
 	for _, cl := range sel {
-		for _, t := range refsOf(cl).Spec.Targets {
+		for _, t := range c.refs.of(cl).Spec.Targets {
 			if !t.Evaluated() || t.Reference.Kind != kind || t.Reference.Name != "" {
 				continue
 			}

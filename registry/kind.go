@@ -157,8 +157,10 @@ func Define[T api.Resource](s Spec[T]) Kind {
 		if err != nil {
 			return nil, nil, api.NewBadRequest("%s %q: %s", s.Kind, obj.Name, describeDecodeError(err))
 		}
+		// The stored object is decoded only for the hooks that read it.
 		var o T
-		if old != nil {
+		if old != nil && (op == OpUpdate && (s.PrepareForUpdate != nil || s.ValidateUpdate != nil) ||
+			op == OpUpdateStatus && s.PrepareForStatusUpdate != nil) {
 			if o, err = decode(old, false); err != nil {
 				return nil, nil, fmt.Errorf("registry: stored %s %q does not decode: %w", s.Kind, old.Name, err)
 			}

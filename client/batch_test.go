@@ -1,0 +1,62 @@
+package client_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/client/local"
+	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/testkit"
+)
+
+func TestUpdateStatuses_InProcessInOneTransactionOverHTTPOneByOneWithTheSameOutcomes(t *testing.T) {
+	srv, overHTTP := start(t)
+	inProcess := local.New(srv.Registry, identity.System())
+	if _, ok := inProcess.(client.StatusBatcher); !ok {
+		t.Fatal("the in-process client is not a StatusBatcher")
+	}
+	if _, ok := overHTTP.(client.StatusBatcher); ok {
+		t.Fatal("the HTTP client claims to batch")
+	}
+	for _, tc := range []struct {
+		name    string
+		c       client.Interface
+		batched bool
+	}{{"in-process", inProcess, true}, {"http", overHTTP, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testkit.Context(t)
+			var objs []*api.Object
+			for i := range 3 {
+				o, err := tc.c.Create(ctx, testkit.Object(api.KindCleaner, "default", fmt.Sprintf("%s-%d", tc.name, i),
+					testkit.Spec(`{"ttl":"1h","targets":[{"name":"s","reference":{"kind":"Secret","name":"s"}}],"conditions":["s == null"]}`)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.SetField(api.FieldStatus, json.RawMessage(`{"phase":"Waiting"}`))
+				objs = append(objs, o)
+			}
+			// The second is stale: someone else wrote its status first.
+			if _, err := tc.c.UpdateStatus(ctx, objs[1]); err != nil {
+				t.Fatal(err)
+			}
+			objs[1].SetField(api.FieldStatus, json.RawMessage(`{"phase":"Pending"}`))
+			res := client.UpdateStatuses(ctx, tc.c, objs)
+			if len(res) != 3 || res[0].Err != nil || res[2].Err != nil || !errors.Is(res[1].Err, api.ErrConflict) {
+				t.Fatalf("results %+v: want the first and last written, the second a Conflict", res)
+			}
+			for _, i := range []int{0, 2} {
+				got, err := tc.c.Get(ctx, api.KindCleaner, "default", objs[i].Name)
+				if err != nil || string(got.Field(api.FieldStatus)) != `{"phase":"Waiting"}` || got.ResourceVersion != res[i].Object.ResourceVersion {
+					t.Fatalf("%s: %s at %s (%v), want the status written at %s", objs[i].Name, got.Field(api.FieldStatus), got.ResourceVersion, err, res[i].Object.ResourceVersion)
+				}
+			}
+			if same := res[0].Object.ResourceVersion == res[2].Object.ResourceVersion; same != tc.batched {
+				t.Errorf("written at %s and %s: one transaction %v, want %v", res[0].Object.ResourceVersion, res[2].Object.ResourceVersion, same, tc.batched)
+			}
+		})
+	}
+}

@@ -1,0 +1,4 @@
+package registry
+
+// BatchRounds exposes batchRounds to the tests.
+var BatchRounds = batchRounds
