@@ -271,7 +271,7 @@ func (r *Registry) commitEach(ctx context.Context, plans []*plan, ready []int, r
 	for j, i := range ready {
 		ps[j] = plans[i]
 	}
-	rev, err := r.commitAll(ctx, ps)
+	rev, err := r.commitAll(ctx, ps, false)
 	switch {
 	case err == nil:
 		for _, i := range ready {
