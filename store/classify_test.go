@@ -34,6 +34,8 @@ func TestClassify_TellsUnappliedWritesFromUnknownOutcomes(t *testing.T) {
 		{"never sent: balancer error", balancer, ErrUnavailable, ErrUnavailable},
 		{"connection lost in flight", lost, ErrUnavailable, ErrTimeout},
 		{"member stopped in flight", rpctypes.ErrStopped, ErrUnavailable, ErrTimeout},
+		{"raft stopped in flight", status.Error(codes.Unknown, "raft: stopped"), ErrUnavailable, ErrTimeout},
+		{"raft dropped the proposal", status.Error(codes.Unknown, "raft proposal dropped"), ErrUnavailable, ErrUnavailable},
 		{"deadline", context.DeadlineExceeded, ErrUnavailable, ErrTimeout},
 		{"deadline (gRPC)", status.Error(codes.DeadlineExceeded, "context deadline exceeded"), ErrUnavailable, ErrTimeout},
 		{"etcd timeout", rpctypes.ErrTimeout, ErrUnavailable, ErrTimeout},

@@ -355,6 +355,8 @@ func notSent(err error) bool {
 			strings.Contains(msg, "latest balancer error")
 	case codes.Unavailable:
 		return strings.HasSuffix(msg, "there is no address available") || strings.HasSuffix(msg, "there is no connection available")
+	case codes.Unknown:
+		return strings.Contains(msg, raftDropped) // refused by raft: never in its log
 	}
 	return false
 }
@@ -382,8 +384,19 @@ func isUnavailable(err error) bool {
 	if errors.As(err, &ee) {
 		return ee.Code() == codes.Unavailable
 	}
+	if st, ok := status.FromError(err); ok && st.Code() == codes.Unknown {
+		// raft's own errors, which etcd passes on unmapped: its member
+		// stopped, or it dropped the proposal (no leader).
+		return strings.Contains(st.Message(), raftStopped) || strings.Contains(st.Message(), raftDropped)
+	}
 	return grpcCode(err) == codes.Unavailable
 }
+
+// The messages of raft's errors that etcd passes on as they are.
+const (
+	raftStopped = "raft: stopped"
+	raftDropped = "raft proposal dropped"
+)
 
 // isSendTooLarge reports the gRPC client's refusal to send a message over
 // its MaxCallSendMsgSize (ResourceExhausted, which etcd's own "no space"
