@@ -26,9 +26,11 @@ const memberStartTimeout = time.Minute
 // Cluster is a 3-member etcd cluster for tests: three embedded etcd
 // servers in this process, each with its own data dir under t.TempDir(),
 // talking to each other and to clients over loopback TCP. Members can be
-// killed (stopped abruptly, as by kill -9: no leadership transfer) and
-// restarted on their data dir. Everything stops at test cleanup. Its
-// methods are safe for concurrent use.
+// killed (stopped abruptly, as by kill -9: no leadership transfer, every
+// client connection reset) and restarted on their data dir. Clients reach
+// each member through a proxy of its own (proxy.go), which is what lets a
+// kill cut their connections at once. Everything stops at test cleanup.
+// Its methods are safe for concurrent use.
 type Cluster struct {
 	token   string
 	initial string // the initial cluster: name=peerURL,...
@@ -42,7 +44,9 @@ type member struct {
 	name      string
 	dir       string
 	peerURL   url.URL
-	clientURL url.URL
+	clientURL url.URL // the proxy's, which clients dial
+	listenURL url.URL // the member's own client listener
+	proxy     *proxy
 	etcd      *embed.Etcd   // nil while killed
 	closed    chan struct{} // closed once a killed member's servers are closed
 }
@@ -54,8 +58,9 @@ func StartCluster(t testing.TB) *Cluster {
 	c := &Cluster{token: fmt.Sprintf("cairn-test-%d", time.Now().UnixNano())}
 	var peers []string
 	for i := range c.members {
-		peer, client := freeURL(t), freeURL(t)
-		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(t.TempDir(), "etcd"), peerURL: peer, clientURL: client}
+		peer, client, listen := freeURL(t), freeURL(t), freeURL(t)
+		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(t.TempDir(), "etcd"), peerURL: peer,
+			clientURL: client, listenURL: listen, proxy: &proxy{addr: client.Host, target: listen.Host}}
 		c.members[i] = m
 		peers = append(peers, m.name+"="+peer.String())
 	}
@@ -97,7 +102,7 @@ func (c *Cluster) start(i int) error {
 	cfg.Dir = m.dir
 	cfg.ListenPeerUrls = []url.URL{m.peerURL}
 	cfg.AdvertisePeerUrls = []url.URL{m.peerURL}
-	cfg.ListenClientUrls = []url.URL{m.clientURL}
+	cfg.ListenClientUrls = []url.URL{m.listenURL}
 	cfg.AdvertiseClientUrls = []url.URL{m.clientURL}
 	cfg.ListenClientHttpUrls = nil
 	cfg.ListenMetricsUrls = nil
@@ -110,6 +115,11 @@ func (c *Cluster) start(i int) error {
 	cfg.MaxRequestBytes = store.MaxRequestBytes
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
+		return err
+	}
+	if err := m.proxy.open(); err != nil {
+		e.Server.HardStop()
+		e.Close()
 		return err
 	}
 	c.mu.Lock()
@@ -198,6 +208,7 @@ func (c *Cluster) Kill(i int) {
 	closed := make(chan struct{})
 	m.closed = closed
 	c.mu.Unlock()
+	m.proxy.cut()
 	e.Server.HardStop()
 	go func() {
 		defer close(closed)
@@ -249,6 +260,7 @@ func (c *Cluster) stop() {
 	var wait []chan struct{}
 	var running []*embed.Etcd
 	for _, m := range c.members {
+		m.proxy.cut()
 		if m.etcd != nil {
 			running = append(running, m.etcd)
 			m.etcd = nil
