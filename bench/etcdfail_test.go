@@ -119,7 +119,7 @@ func BenchmarkLeaderLoss(b *testing.B) {
 		}
 		mean := func(from time.Duration) float64 {
 			sum := 0.0
-			for _, v := range r[int(from/bucket) : int((from+5*time.Second)/bucket)] {
+			for _, v := range r[int(from/bucket):int((from+5*time.Second)/bucket)] {
 				sum += v
 			}
 			return sum / float64(5*time.Second/bucket)
