@@ -17,11 +17,13 @@ import (
 // does, and fails fast (ErrUnavailable) on a member that has no leader
 // instead of waiting for one (clientv3.WithRequireLeader). Reads, which
 // change nothing, are retried inside the call while time remains: an
-// attempt that finds etcd unavailable, or that gets no answer within a
-// quarter of the timeout (AttemptTimeout: its member may have died under
-// it), is sent again after a short jittered backoff, so that losing one
-// member or the etcd leader costs a read latency, not an error. A read that
-// has not succeeded when the timeout passes fails with ErrUnavailable.
+// attempt that finds etcd unavailable, or that gets no answer within half
+// of the timeout (its connection may be black-holed), is sent again after
+// a short jittered backoff, so that losing one member or the etcd leader
+// costs a read latency, not an error. (A slow read is not cut sooner: on an
+// overloaded etcd, retries would multiply its load; a member that dies or
+// loses its leader fails its reads at once.) A read that has not succeeded
+// when the timeout passes fails with ErrUnavailable.
 //
 // A transaction is sent once: whether a retry is safe depends on its
 // conditions, which only its caller knows (the registry retries those whose
@@ -35,7 +37,7 @@ import (
 // otherwise (server.Options.StoreTimeout).
 const DefaultTimeout = 5 * time.Second
 
-// minAttemptTimeout bounds AttemptTimeout from below.
+// minAttemptTimeout bounds the time of one attempt from below.
 const minAttemptTimeout = 250 * time.Millisecond
 
 // Backoff between the attempts of a retried call: a random duration below
@@ -75,9 +77,12 @@ func Deadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, d)
 }
 
-// AttemptTimeout is how long one attempt of a retried call may wait for
-// etcd under the store timeout d: a quarter of it, at least 250ms, at most
-// d. An attempt that takes longer has likely lost its member or its leader.
+// AttemptTimeout is how long one attempt of a transaction that its caller
+// retries may wait for etcd under the store timeout d: a quarter of it, at
+// least 250ms, at most d. An attempt that takes longer has likely lost its
+// leader: a proposal forwarded to a leader that died is never answered
+// (etcd itself gives up after 7s), and the caller does better to find out
+// whether it was applied and send it again to the new leader.
 func AttemptTimeout(d time.Duration) time.Duration {
 	return min(d, max(d/4, minAttemptTimeout))
 }
@@ -121,7 +126,7 @@ func bound(ctx context.Context) (context.Context, context.CancelFunc, time.Durat
 
 // read runs one read of etcd, f, and classifies its failure: with a store
 // timeout in ctx, retried while etcd is unavailable (see above), each
-// attempt bounded by AttemptTimeout. A read that did not complete in time
+// attempt bounded by half the timeout. A read that did not complete in time
 // fails with ErrUnavailable: nothing was changed, and etcd did not answer.
 // The caller ending ctx itself (a cancellation) is returned as it is.
 func (s *Store) read(ctx context.Context, f func(context.Context) error) error {
@@ -134,7 +139,7 @@ func (s *Store) read(ctx context.Context, f func(context.Context) error) error {
 		return s.classifyRead(f(ctx))
 	}
 	for attempt := 0; ; attempt++ {
-		actx, acancel := context.WithTimeout(cctx, AttemptTimeout(d))
+		actx, acancel := context.WithTimeout(cctx, max(d/2, minAttemptTimeout))
 		err := f(actx)
 		acancel()
 		if err == nil {
