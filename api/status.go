@@ -30,8 +30,13 @@ const (
 	ReasonMethodNotAllowed Reason = "MethodNotAllowed"
 	ReasonUnsupportedMedia Reason = "UnsupportedMediaType"
 	ReasonInternalError    Reason = "InternalError"
-	ReasonUnavailable      Reason = "ServiceUnavailable"
-	ReasonTimeout          Reason = "Timeout"
+	// ReasonUnavailable (HTTP 503, with Retry-After): the store cannot
+	// serve the request now; nothing was changed.
+	ReasonUnavailable Reason = "ServiceUnavailable"
+	// ReasonTimeout (HTTP 504): the request did not complete in time. For
+	// a write whose transaction reached the store, its outcome is unknown:
+	// the message says which objects to read to find out.
+	ReasonTimeout Reason = "Timeout"
 	// ReasonRequestTimeout: the client did not send its request body in
 	// time (HTTP 408); the server closes the connection.
 	ReasonRequestTimeout Reason = "RequestTimeout"
@@ -198,6 +203,23 @@ func NewConflict(kind, name, why string) *Status {
 func NewBadRequest(format string, args ...any) *Status {
 	return NewStatus(ReasonBadRequest, format, args...)
 }
+
+// NewUnavailable reports a service the server depends on (the store) that
+// cannot serve the request now (HTTP 503): nothing was changed, and the
+// client may retry after retryAfter seconds (the Retry-After header).
+func NewUnavailable(retryAfter int, format string, args ...any) *Status {
+	s := NewStatus(ReasonUnavailable, format, args...)
+	s.Details = &StatusDetails{RetryAfterSeconds: retryAfter}
+	return s
+}
+
+// LabelRequestID is the label the server puts on an object created with a
+// generated name (metadata.generateName) through the API: the id of the
+// create request (its X-Request-Id header, or one the server chose and
+// returned in that header). A client that got no answer, or a Timeout (504)
+// saying the create may have been applied, finds the object by it:
+// labelSelector=cairn.dev/request-id=<id>.
+const LabelRequestID = "cairn.dev/request-id"
 
 // NewForbidden reports an operation that is not allowed.
 func NewForbidden(kind, name, why string) *Status {

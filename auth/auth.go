@@ -37,6 +37,10 @@ func AdminUser() identity.User { return identity.User{Name: "admin", Admin: true
 // process may still be accepted here.
 const DefaultCacheTTL = 10 * time.Second
 
+// retryAfterSeconds is what an answer that the store is unavailable
+// suggests waiting.
+const retryAfterSeconds = 1
+
 // maxCacheEntries triggers a sweep of expired cache entries.
 const maxCacheEntries = 10000
 
@@ -156,10 +160,13 @@ func (a *Authenticator) forget(token string) {
 }
 
 // Authenticate returns the identity token was registered as. A token seen
-// within the cache TTL is answered from memory; otherwise it reads etcd
-// once. An empty or unknown token returns an Unauthorized *api.Status; a
-// store failure returns a ServiceUnavailable *api.Status. Neither error
-// contains the token.
+// within the cache TTL is answered from memory, without the store (a
+// scoped identity is still passed to the scope check); otherwise it reads
+// etcd once, bounded by the store timeout of ctx (store.WithTimeout). An
+// empty or unknown token returns an Unauthorized *api.Status; a store
+// failure (etcd unavailable, or no answer within the store timeout)
+// returns a ServiceUnavailable *api.Status with RetryAfterSeconds. Neither
+// error contains the token.
 func (a *Authenticator) Authenticate(ctx context.Context, token string) (identity.User, error) {
 	if token == "" {
 		return identity.User{}, api.NewStatus(api.ReasonUnauthorized, "missing bearer token")
@@ -183,7 +190,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (identit
 		if ctx.Err() != nil {
 			return identity.User{}, ctx.Err()
 		}
-		return identity.User{}, api.NewStatus(api.ReasonUnavailable, "cannot check the bearer token: the store does not answer")
+		return identity.User{}, api.NewUnavailable(retryAfterSeconds, "cannot check the bearer token: the store does not answer; retry")
 	}
 	var rec record
 	if err := json.Unmarshal(kv.Value, &rec); err != nil || rec.Name == "" {

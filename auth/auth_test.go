@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/auth"
@@ -147,5 +148,35 @@ func TestAuthenticate_CachedTokenNeedsNoStoreRead(t *testing.T) {
 	}
 	if _, err := a.Authenticate(context.Background(), tok); !errors.Is(err, api.ErrUnauthorized) {
 		t.Fatalf("after revoke: %v", err)
+	}
+}
+
+// TestAuthenticate_CachedTokenNeedsNoStoreAndAnUncachedOneIsUnavailable:
+// with the store gone, a token seen within the cache TTL still
+// authenticates, and one never seen fails with ServiceUnavailable and a
+// Retry-After, not an internal error.
+func TestAuthenticate_CachedTokenNeedsNoStoreAndAnUncachedOneIsUnavailable(t *testing.T) {
+	s, _ := storetest.Start(t)
+	a := auth.New(s)
+	ctx := store.WithTimeout(context.Background(), time.Second)
+	seen, other := "seen-token", "other-token"
+	for _, tok := range []string{seen, other} {
+		if err := a.Register(ctx, tok, identity.User{Name: tok}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Authenticate(ctx, seen); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Client().Close(); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := a.Authenticate(ctx, seen); err != nil || u.Name != seen {
+		t.Fatalf("cached token without the store: %v %v", u, err)
+	}
+	_, err := a.Authenticate(ctx, other)
+	var st *api.Status
+	if !errors.As(err, &st) || st.Reason != api.ReasonUnavailable || st.Details == nil || st.Details.RetryAfterSeconds <= 0 {
+		t.Fatalf("uncached token without the store: %v, want ServiceUnavailable with RetryAfterSeconds", err)
 	}
 }

@@ -104,6 +104,11 @@ type Options struct {
 	BookmarkInterval time.Duration
 	// LeaderTTL: how long a dead leader blocks failover; default 5s.
 	LeaderTTL time.Duration
+	// StoreTimeout bounds the store's part of every API request
+	// (server.Options.StoreTimeout) and how long a watch may hear nothing
+	// from etcd (registry.Options.StoreTimeout); default
+	// DefaultStoreTimeout (5s).
+	StoreTimeout time.Duration
 	// BodyReadTimeout bounds how long reading a request body may take
 	// (server.Options.BodyReadTimeout); 0 takes the server's default.
 	BodyReadTimeout time.Duration
@@ -139,6 +144,9 @@ type Options struct {
 	MaxWatches          int
 	WriteTimeout        time.Duration
 }
+
+// DefaultStoreTimeout is the default of Options.StoreTimeout.
+const DefaultStoreTimeout = server.DefaultStoreTimeout
 
 // Defaults of the limits of Options (the server's).
 const (
@@ -227,7 +235,8 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now, EventActions: events.Actions()}), Encryption: enc,
 		NamespaceMaxObjects: opts.NamespaceMaxObjects, NamespaceMaxBytes: opts.NamespaceMaxBytes,
 		Authorize:        []authz.Rule{authz.AllowUnscoped, events.Authorize},
-		BookmarkInterval: opts.BookmarkInterval, Logger: d.log, MaxTxnOps: opts.MaxTxnOps, MaxObjectBytes: opts.MaxObjectBytes})
+		BookmarkInterval: opts.BookmarkInterval, Logger: d.log, MaxTxnOps: opts.MaxTxnOps, MaxObjectBytes: opts.MaxObjectBytes,
+		StoreTimeout: opts.StoreTimeout})
 	if err != nil {
 		return d, err
 	}
@@ -274,7 +283,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		events.Bind(d.registry, nil)
 	}
 	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log,
-		Traces: traceSource{d}, BodyReadTimeout: opts.BodyReadTimeout, TLS: serveTLS, PeerTLS: peerTLS,
+		Traces: traceSource{d}, BodyReadTimeout: opts.BodyReadTimeout, StoreTimeout: opts.StoreTimeout, TLS: serveTLS, PeerTLS: peerTLS,
 		MaxRequestsInflight: opts.MaxRequestsInflight, MaxWatches: opts.MaxWatches, WriteTimeout: opts.WriteTimeout})
 	if err != nil {
 		return d, err
@@ -337,6 +346,9 @@ func withDefaults(o Options) Options {
 	if o.LeaderTTL == 0 {
 		o.LeaderTTL = 5 * time.Second
 	}
+	if o.StoreTimeout == 0 {
+		o.StoreTimeout = DefaultStoreTimeout
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -349,7 +361,7 @@ func withDefaults(o Options) Options {
 // validate rejects settings that cannot work, naming the option.
 func validate(o Options) error {
 	for name, d := range map[string]time.Duration{"compaction interval": o.CompactionInterval,
-		"bookmark interval": o.BookmarkInterval, "leader TTL": o.LeaderTTL} {
+		"bookmark interval": o.BookmarkInterval, "leader TTL": o.LeaderTTL, "store timeout": o.StoreTimeout} {
 		if d <= 0 {
 			return fmt.Errorf("daemon: the %s must be positive, got %s", name, d)
 		}

@@ -67,5 +67,11 @@ func (r *Registry) Act(ctx context.Context, k *Kind, a *Action, req ActionReques
 	if err := r.authorize(ctx, k, u, attrs, a.Authorize); err != nil {
 		return ActionResult{}, err
 	}
-	return a.Handle(ctx, req)
+	res, err := a.Handle(ctx, req)
+	if err != nil {
+		// Store failures an action returns as they come become API
+		// errors here, as every verb's (apiError).
+		return res, apiError(err, k.Kind, req.Name)
+	}
+	return res, nil
 }

@@ -3,6 +3,8 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/identity"
@@ -18,14 +20,22 @@ import (
 // writes of this process to the same objects, and retries wait a jittered
 // backoff (see retry.go); when ctx ends meanwhile, it returns Timeout.
 //
+// Under a store timeout (store.WithTimeout) the whole write, retries
+// included, is bounded by it (store.Deadline), each commit by a share of
+// it (store.Attempt); a commit the store did not take, or whose outcome is
+// unknown, is settled and retried as outcome.go tells.
+//
 // With dry, the plans are confirmed and checked against the limits but
 // not written (commitAll), and the results are the objects as they would
 // be: a create without a resourceVersion, an update at its current one.
 //
 // It returns the results in item order; or the index of the item that
 // failed (-1 when the failure is the transaction's as a whole) and its
-// error, a store error or an *api.Status (see apiError).
+// error, a store error, an *unknownOutcome or an *api.Status (see
+// apiError).
 func (r *Registry) run(ctx context.Context, u identity.User, items []*txnItem, dry bool) ([]TxnResult, int, error) {
+	ctx, cancel := store.Deadline(ctx)
+	defer cancel()
 	ctx, unlock, err := r.lockUnconditional(ctx, items)
 	if err != nil {
 		return nil, -1, err
@@ -35,7 +45,17 @@ func (r *Registry) run(ctx context.Context, u identity.User, items []*txnItem, d
 	for _, it := range items {
 		limit = max(limit, it.maxAttempts())
 	}
+	var unsure [][]*plan // commits sent whose outcome is unknown (outcome.go)
+	// fail is the error that ends the write: an unknownOutcome while a
+	// commit is unsure.
+	fail := func(err error) error {
+		if len(unsure) == 0 {
+			return err
+		}
+		return unknown(unsure, items, err)
+	}
 	plans := make([]*plan, len(items))
+	lost, failures := 0, 0 // races lost; store failures
 	for attempt := 0; ; attempt++ {
 		pend := pendingOf(r, items)
 		var failed []int
@@ -45,40 +65,90 @@ func (r *Registry) run(ctx context.Context, u identity.User, items []*txnItem, d
 			case errors.Is(err, store.ErrPrecondition):
 				failed = append(failed, i) // a conditional write read a newer version
 			case err != nil:
-				return nil, i, err
+				return nil, i, fail(err)
 			}
 			plans[i] = p
 		}
 		if len(failed) == 0 {
-			rev, err := r.commitAll(ctx, plans, dry)
-			if err == nil {
+			rev, err := r.commitAttempt(ctx, plans, dry)
+			switch {
+			case err == nil:
 				if dry {
 					rev = 0
 				}
 				return results(plans, rev), -1, nil
+			case transient(err):
+				if errors.Is(err, store.ErrTimeout) && !dry {
+					unsure = append(unsure, slices.Clone(plans))
+				}
+				if res, done, err := r.settled(ctx, unsure, fail); done {
+					return res, -1, err
+				}
+				if store.TimeoutOf(ctx) <= 0 || !store.Backoff(ctx, failures) {
+					return nil, -1, fail(unavailable(err))
+				}
+				failures++
+				continue
+			case !errors.Is(err, store.ErrPrecondition):
+				return nil, -1, fail(err)
 			}
-			if !errors.Is(err, store.ErrPrecondition) {
-				return nil, -1, err
+			// An unsure commit applied late makes this one fail.
+			if res, done, err := r.settled(ctx, unsure, fail); done {
+				return res, -1, err
 			}
 			if failed, err = r.failing(ctx, plans); err != nil {
-				return nil, -1, err
+				return nil, -1, fail(err)
 			}
 		}
 		for _, i := range failed {
 			if err := r.explain(ctx, items, i, plans[i]); err != nil {
-				return nil, i, err
+				return nil, i, fail(err)
 			}
-			if attempt >= items[i].maxAttempts() {
-				return nil, i, items[i].exhausted()
+			if lost >= items[i].maxAttempts() {
+				return nil, i, fail(items[i].exhausted())
 			}
 		}
-		if attempt >= limit {
-			return nil, -1, api.NewStatus(api.ReasonConflict, "the transaction's objects keep changing; retry")
+		if lost >= limit {
+			return nil, -1, fail(api.NewStatus(api.ReasonConflict, "the transaction's objects keep changing; retry"))
 		}
-		if err := pause(ctx, attempt); err != nil {
-			return nil, -1, err
+		if err := pause(ctx, lost); err != nil {
+			return nil, -1, fail(err)
 		}
+		lost++
 	}
+}
+
+// settled settles the unsure commits (settle): done is true when the
+// write ends there, with the results of the commit that was applied, or
+// with the error fail makes of settle's.
+func (r *Registry) settled(ctx context.Context, unsure [][]*plan, fail func(error) error) ([]TxnResult, bool, error) {
+	res, ok, err := r.settle(ctx, unsure)
+	switch {
+	case err != nil:
+		return nil, true, fail(err)
+	case ok:
+		return res, true, nil
+	}
+	return nil, false, nil
+}
+
+// commitAttempt is commitAll bounded by one attempt's share of the store
+// timeout (store.Attempt).
+func (r *Registry) commitAttempt(ctx context.Context, plans []*plan, dry bool) (int64, error) {
+	ctx, cancel := store.Attempt(ctx)
+	defer cancel()
+	return r.commitAll(ctx, plans, dry)
+}
+
+// unavailable is the failure of a write whose last commit failed with err,
+// a transient store failure, and which has no unsure commit: nothing was
+// written, so it is store.ErrUnavailable even when err is a timeout (of a
+// commit that wrote nothing: a dry run).
+func unavailable(err error) error {
+	if errors.Is(err, store.ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 }
 
 // planItem plans one item; attempt > 0 reads linearizably (see

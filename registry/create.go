@@ -26,12 +26,19 @@ const maxCreateAttempts = 8
 // returns the object as it would be stored (without a resourceVersion),
 // writing nothing. At most one opts is used.
 //
+// With a name generated and a request id in ctx (WithRequestID), the
+// object gets the label api.LabelRequestID with that id (unless it has it,
+// or as many labels as allowed already), by which its client can find it
+// when the answer is lost or says that the create may have been applied.
+//
 // Errors: Unauthorized (no caller in ctx), Forbidden (the caller may not
 // create it; the namespace or an owner is being deleted), BadRequest
 // (wrong apiVersion/kind, undecodable fields), Invalid (field errors, an
 // owner that does not exist with that uid), NotFound (the namespace does
-// not exist), AlreadyExists (the name is taken), ServiceUnavailable or
-// Timeout (the store).
+// not exist), AlreadyExists (the name is taken), ServiceUnavailable (the
+// store is unavailable: nothing was written) or Timeout (the store did not
+// confirm the create in time: it may have been written; the message says
+// how to find out).
 func (r *Registry) Create(ctx context.Context, in *api.Object, opts ...api.WriteOptions) (*api.Object, error) {
 	k, u, err := r.admit(ctx, in.Kind, authz.Attributes{Verb: authz.VerbCreate, Namespace: in.Namespace, Name: in.Name})
 	if err != nil {
@@ -42,12 +49,38 @@ func (r *Registry) Create(ctx context.Context, in *api.Object, opts ...api.Write
 	if it.err != nil {
 		return nil, it.err
 	}
+	if it.generate {
+		labelRequest(ctx, it.obj)
+	}
 	it.manager = o.FieldManager
 	res, _, err := r.run(ctx, u, []*txnItem{it}, o.DryRun)
 	if err != nil {
 		return nil, apiError(err, k.Kind, it.obj.Name)
 	}
 	return res[0].Object, nil
+}
+
+type requestIDKey struct{}
+
+// WithRequestID returns ctx carrying the id of the API request it serves
+// (a label value: at most 63 characters of [A-Za-z0-9._-], beginning and
+// ending with a letter or digit). Create labels an object whose name it
+// generates with it (api.LabelRequestID).
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// labelRequest labels obj, whose name is generated, with the request id of
+// ctx, if any, unless obj has that label or as many labels as allowed.
+func labelRequest(ctx context.Context, obj *api.Object) {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	if _, has := obj.Labels[api.LabelRequestID]; id == "" || has || len(obj.Labels) >= api.MaxLabels {
+		return
+	}
+	if obj.Labels == nil {
+		obj.Labels = map[string]string{}
+	}
+	obj.Labels[api.LabelRequestID] = id
 }
 
 const suffixAlphabet = "bcdfghjklmnpqrstvwxz2456789"

@@ -2,6 +2,8 @@ package registry
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/registry/internal/usage"
@@ -22,7 +24,10 @@ const retryAfterSeconds = 1
 //   - a *usage.ExceededError (a namespace limit) → Forbidden;
 //   - store.ErrNotFound → NotFound; store.ErrPrecondition → Conflict;
 //   - store.ErrCompacted → Gone; store.ErrFutureRevision → BadRequest;
-//   - store.ErrUnavailable → ServiceUnavailable with RetryAfterSeconds;
+//   - store.ErrUnavailable → ServiceUnavailable with RetryAfterSeconds
+//     (nothing was changed: a read, or a write known not applied);
+//   - an *unknownOutcome (a write sent to the store whose outcome is
+//     unknown) → Timeout, naming the objects to read to find out;
 //   - store.ErrTimeout → Timeout;
 //   - store.ErrNoSpace → InsufficientStorage (507), naming the quota;
 //   - store.ErrTooLarge → RequestEntityTooLarge (413), naming the limit;
@@ -33,6 +38,7 @@ func apiError(err error, kind, name string) error {
 	var exceeded *usage.ExceededError
 	var space *store.SpaceError
 	var size *store.SizeError
+	var unknown *unknownOutcome
 	switch {
 	case err == nil:
 		return nil
@@ -48,9 +54,11 @@ func apiError(err error, kind, name string) error {
 		return api.NewExpired("the requested resourceVersion (or continue token) has been compacted: list again from the start")
 	case errors.Is(err, store.ErrFutureRevision):
 		return api.NewBadRequest("the requested resourceVersion (or continue token) is newer than the store: use one returned by the server")
+	case errors.As(err, &unknown):
+		return unknown.status()
 	case errors.Is(err, store.ErrUnavailable):
-		st = api.NewStatus(api.ReasonUnavailable, "the store is unavailable; retry")
-		st.Details = &api.StatusDetails{Kind: kind, Name: name, RetryAfterSeconds: retryAfterSeconds}
+		st = api.NewUnavailable(retryAfterSeconds, "the store is unavailable (etcd has no quorum or cannot be reached): nothing was changed; retry")
+		st.Details.Kind, st.Details.Name = kind, name
 		return st
 	case errors.As(err, &space):
 		return insufficientStorage(space, kind, name)
@@ -64,4 +72,42 @@ func apiError(err error, kind, name string) error {
 		return st
 	}
 	return api.NewInternal(err)
+}
+
+// unknownOutcome is the failure of a write whose transaction reached the
+// store but whose outcome the registry could not learn before the
+// operation's deadline: it may or may not have been applied.
+type unknownOutcome struct {
+	cause error // the store's failure (store.ErrTimeout)
+	// objects are the objects the write creates, updates or deletes, as
+	// `Secret "demo/db"`; the first one's kind and name go to the
+	// Status's details.
+	objects    []string
+	kind, name string
+	// requestID is the request id label of a create whose name was
+	// generated ("" for none): the client finds the object by it.
+	requestID string
+}
+
+func (e *unknownOutcome) Error() string {
+	return fmt.Sprintf("the outcome of the write to %s is unknown: %v", strings.Join(e.objects, ", "), e.cause)
+}
+
+func (e *unknownOutcome) Unwrap() error { return e.cause }
+
+// status is the Timeout answer of e: what may have happened and how to
+// find out.
+func (e *unknownOutcome) status() *api.Status {
+	var b strings.Builder
+	b.WriteString("the store did not confirm the write in time (etcd lost its leader or its quorum, or the connection to it): it may or may not have been applied. ")
+	if len(e.objects) > 0 {
+		b.WriteString("Read " + strings.Join(e.objects, ", ") + " to find out")
+	}
+	if e.requestID != "" {
+		fmt.Fprintf(&b, "; its name was generated: it carries the label %s=%s (list with labelSelector=%s=%s)",
+			api.LabelRequestID, e.requestID, api.LabelRequestID, e.requestID)
+	}
+	st := api.NewStatus(api.ReasonTimeout, "%s", strings.TrimSuffix(b.String(), " "))
+	st.Details = &api.StatusDetails{Kind: e.kind, Name: e.name}
+	return st
 }

@@ -44,6 +44,12 @@ type plan struct {
 	// update that makes the object larger), which a full store refuses;
 	// deletion marks and shrinking updates still fit (checkSpace).
 	grows bool
+	// prev is the mod revision the object's write is conditioned on (0 for
+	// a create) and raw the value it puts at key (nil for a removal): what
+	// tells, after a commit of unknown outcome, whether it was applied
+	// (outcome.go).
+	prev int64
+	raw  []byte
 }
 
 // ownerGuard requires an owner to be unchanged since it was checked.
@@ -120,7 +126,7 @@ func (r *Registry) planCreate(ctx context.Context, adm *Admission, k *Kind, obj 
 	}
 	key := r.key(k, out.Namespace, out.Name)
 	p := &plan{k: k, key: key, self: []store.Cond{store.Absent(key)}, owners: owners,
-		ops: []store.Op{store.Put(key, raw)}, size: int64(len(raw)), out: out, write: true, grows: true}
+		ops: []store.Op{store.Put(key, raw)}, size: int64(len(raw)), out: out, write: true, grows: true, raw: raw}
 	if k.Namespaced && (pend == nil || !pend.has(r.namespaceKey(out.Namespace))) {
 		p.ns = out.Namespace
 	}
@@ -171,7 +177,7 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 		}
 	}
 	key := r.key(k, out.Namespace, out.Name)
-	p := &plan{k: k, key: key, self: []store.Cond{store.Unchanged(key, cur.rev)}, out: out, write: true}
+	p := &plan{k: k, key: key, self: []store.Cond{store.Unchanged(key, cur.rev)}, out: out, write: true, prev: cur.rev}
 	if adm.Op != OpUpdateStatus {
 		if p.owners, err = r.checkOwners(ctx, k, out, old.OwnerReferences, pend); err != nil {
 			return nil, err
@@ -193,7 +199,7 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 		if err := r.checkObjectSize(k, out, raw, cur.size); err != nil {
 			return nil, err
 		}
-		p.ops, p.size, p.grows = []store.Op{store.Put(key, raw)}, int64(len(raw)), grows(raw, cur.size)
+		p.ops, p.size, p.grows, p.raw = []store.Op{store.Put(key, raw)}, int64(len(raw)), grows(raw, cur.size), raw
 	}
 	return p, nil
 }
@@ -216,7 +222,7 @@ func (r *Registry) planDelete(ctx context.Context, adm *Admission, k *Kind, cur 
 		return nil, api.NewConflict(k.Kind, name, "resourceVersion precondition failed: the object is at "+cur.obj.ResourceVersion)
 	}
 	key := r.key(k, cur.obj.Namespace, name)
-	p := &plan{k: k, key: key, self: []store.Cond{store.Unchanged(key, cur.rev)}}
+	p := &plan{k: k, key: key, self: []store.Cond{store.Unchanged(key, cur.rev)}, prev: cur.rev}
 	switch {
 	case opts.Force:
 		p.ops, p.out, p.write, p.gone = append(removeOps(k, cur.obj), store.Del(key)), cur.obj.DeepCopy(), true, true
@@ -253,6 +259,6 @@ func (r *Registry) planDelete(ctx context.Context, adm *Admission, k *Kind, cur 
 	if err != nil {
 		return nil, err
 	}
-	p.ops, p.out, p.write, p.size = append(markOps(k, out), store.Put(key, raw)), out, true, int64(len(raw))
+	p.ops, p.out, p.write, p.size, p.raw = append(markOps(k, out), store.Put(key, raw)), out, true, int64(len(raw)), raw
 	return p, nil
 }

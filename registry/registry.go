@@ -77,6 +77,15 @@ type Options struct {
 	// default DefaultMaxObjectBytes. Keep it well under store.MaxTxnBytes.
 	MaxObjectBytes int64
 
+	// StoreTimeout bounds how long the store may stay silent under a watch:
+	// a shared watch cache (or a watch of its own) whose etcd watch hears
+	// nothing for half of it asks etcd for progress, and one that then
+	// hears nothing for StoreTimeout more ends its watchers with
+	// ServiceUnavailable (they watch again). It is the API server's store
+	// timeout; default store.DefaultTimeout. (The store timeout of each
+	// request's calls comes with its context: store.WithTimeout.)
+	StoreTimeout time.Duration
+
 	// WatchBacklog and WatchBacklogBytes bound how far one watcher may
 	// fall behind: how many changes, and how many bytes of them, may wait
 	// for its consumer before the watch is ended with TooManyRequests (the
@@ -115,6 +124,9 @@ func New(s *store.Store, opts Options) (*Registry, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.StoreTimeout <= 0 {
+		opts.StoreTimeout = store.DefaultTimeout
 	}
 	if opts.MaxTxnOps == 0 {
 		opts.MaxTxnOps = DefaultMaxTxnOps

@@ -33,7 +33,8 @@ import (
 // than Options.WatchBacklog changes or Options.WatchBacklogBytes bytes
 // waiting for its consumer, or a whole watch cache: watch again from the
 // last resourceVersion received), ServiceUnavailable when the registry
-// closes.
+// closes or the store stops answering (for longer than
+// Options.StoreTimeout allows: watch again).
 func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOptions) (api.Watcher, error) {
 	k, _, err := r.admit(ctx, kind, authz.Attributes{Verb: authz.VerbWatch, Namespace: ns})
 	if err != nil {
@@ -108,7 +109,7 @@ func (r *Registry) Close() {
 func (r *Registry) watchOptions() watchcache.Options {
 	return watchcache.Options{BookmarkInterval: r.opts.BookmarkInterval, Logger: r.opts.Logger,
 		WatcherBacklog: r.opts.WatchBacklog, WatcherBacklogBytes: r.opts.WatchBacklogBytes,
-		MapError: func(err error) error { return apiError(err, "", "") }}
+		MapError: func(err error) error { return apiError(err, "", "") }, StoreTimeout: r.opts.StoreTimeout}
 }
 
 // watchSource is what the watch cache needs to know of kind k.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -10,13 +11,19 @@ import (
 )
 
 // writeError is the one place where an error becomes an HTTP response: the
-// api.Status of err (api.AsStatus) as JSON with its code. Only internal
-// errors are logged, with the request's method and path, never its body;
-// a failure caused by the client going away is not logged.
+// api.Status of err (api.AsStatus) as JSON with its code. Only server-side
+// failures (5xx) are logged, with the request's method, path and id, never
+// its body: a store outage (503, 504) as a warning, anything else as an
+// error; a failure caused by the client going away is not logged.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	st := api.AsStatus(err)
 	if st.Code >= 500 && r.Context().Err() == nil {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "code", st.Code, "err", api.LogValue(err))
+		level := slog.LevelError
+		if st.Reason == api.ReasonUnavailable || st.Reason == api.ReasonTimeout {
+			level = slog.LevelWarn
+		}
+		s.log.Log(r.Context(), level, "request failed", "method", r.Method, "path", r.URL.Path, "code", st.Code,
+			"requestID", w.Header().Get(RequestIDHeader), "err", api.LogValue(err))
 	}
 	switch st.Code {
 	case http.StatusUnauthorized:

@@ -26,6 +26,7 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request) {
 	}
 	defer func() { s.metrics.observe(verb, resource, w.status(), start) }()
 
+	r, _ = withRequestID(w, r)
 	r, release, ok := s.admit(w, r, watch)
 	if !ok {
 		return

@@ -59,6 +59,13 @@ type Options struct {
 	Logger *slog.Logger
 	// ReadyTimeout bounds the store check of /readyz; default 2s.
 	ReadyTimeout time.Duration
+	// StoreTimeout bounds the store's part of every request (deadline.go):
+	// each store call, and each read or write with its retries, ends
+	// within it. A store that does not answer in time is a 503 with
+	// Retry-After (a write known not applied, or a read), or a 504 for a
+	// write whose outcome is unknown. Authentication of a token not cached
+	// waits for the store no longer either. Default DefaultStoreTimeout.
+	StoreTimeout time.Duration
 	// ShutdownTimeout bounds how long Serve waits for in-flight requests
 	// once its context ends before it closes connections; default 30s.
 	ShutdownTimeout time.Duration
@@ -128,6 +135,9 @@ func New(opts Options) (*Server, error) {
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
 	}
+	if opts.StoreTimeout <= 0 {
+		opts.StoreTimeout = DefaultStoreTimeout
+	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
@@ -175,9 +185,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/readyz":
 		s.serveReady(sw, r)
 	case p == api.BasePath || strings.HasPrefix(p, api.BasePath+"/"):
-		s.serveAPI(sw, r)
+		s.serveAPI(sw, s.withStoreTimeout(r))
 	default:
-		r, ok := s.authenticate(sw, r)
+		r, ok := s.authenticate(sw, s.withStoreTimeout(r))
 		if !ok {
 			return
 		}

@@ -196,7 +196,10 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 		if st.Reason == api.ReasonTooManyRequests {
 			s.metrics.watchDrops.WithLabelValues("behind").Inc()
 		}
-		if st.Code >= 500 {
+		switch {
+		case st.Reason == api.ReasonUnavailable:
+			s.log.Warn("watch ended: the store is unavailable", "path", r.URL.Path, "err", api.LogValue(err))
+		case st.Code >= 500:
 			s.log.Error("watch failed", "path", r.URL.Path, "err", api.LogValue(err))
 		}
 		_ = writeEvent(w, api.Error, st)

@@ -32,11 +32,15 @@ var (
 	// ErrFutureRevision: the requested revision is newer than the store's.
 	ErrFutureRevision = errors.New("store: revision not yet reached")
 	// ErrUnavailable: etcd cannot serve the request now (no leader, the
-	// member is stopping or unhealthy, no connection, or the store's client
-	// is closed); a retry may succeed.
+	// member is stopping or unhealthy or overloaded, no connection, or the
+	// store's client is closed), or a read got no answer in time. A write
+	// that fails with it was not applied. A retry may succeed.
 	ErrUnavailable = errors.New("store: etcd unavailable")
-	// ErrTimeout: the request did not complete in time (etcd timed out, or
-	// the caller's deadline passed); it may or may not have been applied.
+	// ErrTimeout: a transaction was sent but its outcome is unknown: it did
+	// not complete in time (etcd timed out, or the caller's deadline or
+	// store timeout passed) or the connection to etcd was lost before its
+	// answer came. It may or may not have been applied. Reads never return
+	// it (a read that gets no answer in time is ErrUnavailable).
 	ErrTimeout = errors.New("store: etcd request timed out")
 	// ErrNoSpace: the store is full. Either etcd's database reached its
 	// quota (etcd then raises its NOSPACE alarm and refuses every request
@@ -75,14 +79,16 @@ func New(cli *clientv3.Client) *Store { return &Store{cli: cli} }
 func (s *Store) Client() *clientv3.Client { return s.cli }
 
 // Get reads one key at the latest revision (a linearizable read). It returns
-// ErrNotFound when the key does not exist.
+// ErrNotFound when the key does not exist, and ErrUnavailable when etcd
+// does not answer (within the store timeout of ctx, see WithTimeout).
 func (s *Store) Get(ctx context.Context, key string) (*KV, error) {
-	if err := s.closed(); err != nil {
-		return nil, err
-	}
-	resp, err := s.cli.Get(ctx, key)
+	var resp *clientv3.GetResponse
+	err := s.read(ctx, func(ctx context.Context) (err error) {
+		resp, err = s.cli.Get(ctx, key)
+		return err
+	})
 	if err != nil {
-		return nil, s.classify(err)
+		return nil, err
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, ErrNotFound
@@ -96,12 +102,13 @@ func (s *Store) Get(ctx context.Context, key string) (*KV, error) {
 // value read was stale. It returns ErrNotFound when the key does not exist
 // locally.
 func (s *Store) GetStale(ctx context.Context, key string) (*KV, error) {
-	if err := s.closed(); err != nil {
-		return nil, err
-	}
-	resp, err := s.cli.Get(ctx, key, clientv3.WithSerializable())
+	var resp *clientv3.GetResponse
+	err := s.read(ctx, func(ctx context.Context) (err error) {
+		resp, err = s.cli.Get(ctx, key, clientv3.WithSerializable())
+		return err
+	})
 	if err != nil {
-		return nil, s.classify(err)
+		return nil, err
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, ErrNotFound
@@ -143,12 +150,13 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (*Lis
 	if opts.Limit > 0 {
 		ops = append(ops, clientv3.WithLimit(opts.Limit))
 	}
-	if err := s.closed(); err != nil {
-		return nil, err
-	}
-	resp, err := s.cli.Get(ctx, from, ops...)
+	var resp *clientv3.GetResponse
+	err := s.read(ctx, func(ctx context.Context) (err error) {
+		resp, err = s.cli.Get(ctx, from, ops...)
+		return err
+	})
 	if err != nil {
-		return nil, s.classify(err)
+		return nil, err
 	}
 	res := &ListResult{Revision: resp.Header.Revision, More: resp.More, KVs: make([]*KV, len(resp.Kvs))}
 	if opts.Revision > 0 {
@@ -162,12 +170,13 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (*Lis
 
 // Revision returns the store's current revision.
 func (s *Store) Revision(ctx context.Context) (int64, error) {
-	if err := s.closed(); err != nil {
-		return 0, err
-	}
-	resp, err := s.cli.Get(ctx, "\x00", clientv3.WithCountOnly())
+	var resp *clientv3.GetResponse
+	err := s.read(ctx, func(ctx context.Context) (err error) {
+		resp, err = s.cli.Get(ctx, "\x00", clientv3.WithCountOnly())
+		return err
+	})
 	if err != nil {
-		return 0, s.classify(err)
+		return 0, err
 	}
 	return resp.Header.Revision, nil
 }
@@ -203,7 +212,10 @@ func Del(key string) Op { return Op{clientv3.OpDelete(key)} }
 // revision of the write. It returns ErrPrecondition, and writes nothing,
 // when a condition fails; a *SizeError (ErrTooLarge), sending nothing,
 // when the transaction encodes to more than MaxTxnBytes; a *SpaceError
-// (ErrNoSpace) when etcd refuses it for lack of space.
+// (ErrNoSpace) when etcd refuses it for lack of space; ErrUnavailable
+// when it was not applied because etcd could not take it (no leader, no
+// member reachable); ErrTimeout when it was sent and its outcome is
+// unknown. It is sent once, bounded by the store timeout of ctx.
 func (s *Store) Txn(ctx context.Context, conds []Cond, ops ...Op) (int64, error) {
 	if n := TxnBytes(conds, ops); n > MaxTxnBytes {
 		return 0, &SizeError{Size: int64(n), Limit: MaxTxnBytes}
@@ -219,9 +231,11 @@ func (s *Store) Txn(ctx context.Context, conds []Cond, ops ...Op) (int64, error)
 	if err := s.closed(); err != nil {
 		return 0, err
 	}
+	ctx, cancel, _ := bound(ctx)
+	defer cancel()
 	resp, err := s.cli.Txn(ctx).If(cmps...).Then(eops...).Commit()
 	if err != nil {
-		return 0, s.classify(err)
+		return 0, s.classifyWrite(err)
 	}
 	if !resp.Succeeded {
 		return 0, ErrPrecondition
@@ -296,6 +310,57 @@ func classify(err error, closed bool) error {
 	return fmt.Errorf("store: %w", err)
 }
 
+// classifyWrite is classify for a transaction, which tells the failures
+// that left it unapplied (ErrUnavailable: it never reached a member, or
+// was refused before it was proposed) from those after which its outcome
+// is unknown (ErrTimeout: a deadline, a lost connection, a member that
+// stopped with it in flight).
+func (s *Store) classifyWrite(err error) error {
+	c := s.classify(err)
+	switch {
+	case s.cli.Ctx().Err() != nil && errors.Is(c, ErrUnavailable):
+		return c
+	case notSent(err):
+		if errors.Is(c, ErrUnavailable) {
+			return c
+		}
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case errors.Is(c, ErrUnavailable):
+		return fmt.Errorf("%w: the connection to etcd failed with the write in flight: %w", ErrTimeout, err)
+	}
+	return c
+}
+
+// notSent reports failures after which a transaction is known not to have
+// been applied: no member could be reached (etcd's client never sent it),
+// or the member refused it before proposing it (no leader, overloaded, not
+// capable).
+func notSent(err error) bool {
+	for _, e := range []error{clientv3.ErrNoAvailableEndpoints, rpctypes.ErrNoLeader, rpctypes.ErrGRPCNoLeader,
+		rpctypes.ErrTooManyRequests, rpctypes.ErrGRPCRequestTooManyRequests, rpctypes.ErrNotCapable, rpctypes.ErrGRPCNotCapable} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	msg := st.Message()
+	switch st.Code() {
+	case codes.DeadlineExceeded, codes.Canceled:
+		// gRPC's picker gave up waiting for a connection: the request
+		// was never sent.
+		return strings.Contains(msg, "while waiting for connections to become ready") ||
+			strings.Contains(msg, "latest balancer error")
+	case codes.Unavailable:
+		return strings.HasSuffix(msg, "there is no address available") || strings.HasSuffix(msg, "there is no connection available")
+	case codes.Unknown:
+		return strings.Contains(msg, raftDropped) // refused by raft: never in its log
+	}
+	return false
+}
+
 // isTimeout reports etcd's own timeouts and an expired deadline.
 func isTimeout(err error) bool {
 	for _, e := range []error{rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail,
@@ -308,17 +373,30 @@ func isTimeout(err error) bool {
 }
 
 // isUnavailable reports failures after which etcd may answer again soon:
-// no leader, a stopping or unhealthy member, a lost or refused connection.
+// no leader, a stopping, unhealthy or overloaded member, a lost or refused
+// connection.
 func isUnavailable(err error) bool {
-	if errors.Is(err, clientv3.ErrNoAvailableEndpoints) {
+	if errors.Is(err, clientv3.ErrNoAvailableEndpoints) ||
+		errors.Is(err, rpctypes.ErrTooManyRequests) || errors.Is(err, rpctypes.ErrGRPCRequestTooManyRequests) {
 		return true
 	}
 	var ee rpctypes.EtcdError
 	if errors.As(err, &ee) {
 		return ee.Code() == codes.Unavailable
 	}
+	if st, ok := status.FromError(err); ok && st.Code() == codes.Unknown {
+		// raft's own errors, which etcd passes on unmapped: its member
+		// stopped, or it dropped the proposal (no leader).
+		return strings.Contains(st.Message(), raftStopped) || strings.Contains(st.Message(), raftDropped)
+	}
 	return grpcCode(err) == codes.Unavailable
 }
+
+// The messages of raft's errors that etcd passes on as they are.
+const (
+	raftStopped = "raft: stopped"
+	raftDropped = "raft proposal dropped"
+)
 
 // isSendTooLarge reports the gRPC client's refusal to send a message over
 // its MaxCallSendMsgSize (ResourceExhausted, which etcd's own "no space"

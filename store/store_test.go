@@ -90,15 +90,17 @@ func TestWatch_ResumesFromRevisionAndReportsCompaction(t *testing.T) {
 	}
 }
 
-// TestErrors_ClassifiedIntoDeclaredErrors: a request whose deadline passes
-// fails with ErrTimeout, and one on a closed client with ErrUnavailable,
-// so that callers can answer 504 and 503 without looking at etcd's errors.
+// TestErrors_ClassifiedIntoDeclaredErrors: a transaction whose deadline
+// passes fails with ErrTimeout (its outcome unknown), a read with
+// ErrUnavailable (it changed nothing), and any call on a closed client
+// with ErrUnavailable, so that callers can answer 504 and 503 without
+// looking at etcd's errors.
 func TestErrors_ClassifiedIntoDeclaredErrors(t *testing.T) {
 	s, _ := storetest.Start(t)
 	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
-	if _, err := s.Get(expired, "/k"); !errors.Is(err, store.ErrTimeout) {
-		t.Errorf("get past its deadline: %v, want ErrTimeout", err)
+	if _, err := s.Get(expired, "/k"); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("get past its deadline: %v, want ErrUnavailable", err)
 	}
 	if _, err := s.Txn(expired, nil, store.Put("/k", nil)); !errors.Is(err, store.ErrTimeout) {
 		t.Errorf("txn past its deadline: %v, want ErrTimeout", err)

@@ -44,6 +44,7 @@ type flags struct {
 
 	// Request hygiene.
 	requestBodyTimeout time.Duration
+	storeTimeout       time.Duration
 	// namespace limits (limits.go)
 	nsMaxObjects int64
 	nsMaxBytes   string
@@ -139,6 +140,8 @@ kubectl and client-go: KUBECONFIG=~/.cairn/kubeconfig kubectl get secrets.`,
 	// Request hygiene.
 	fs.DurationVar(&f.requestBodyTimeout, "request-body-timeout", 30*time.Second,
 		"how long a client may take to send a request body; slower ones get 408 and are disconnected")
+	fs.DurationVar(&f.storeTimeout, "store-timeout", daemon.DefaultStoreTimeout,
+		"how long a request may wait for etcd (its reads, its write and their retries): past it, 503 with Retry-After, or 504 for a write whose outcome is unknown; also how long a watch may hear nothing from etcd before its clients are told")
 	namespaceLimitFlags(fs, f)
 	fs.IntVar(&f.etcdMaxTxnOps, "etcd-max-txn-ops", daemon.DefaultMaxTxnOps,
 		fmt.Sprintf("most compares, and most writes, in one etcd transaction: the embedded etcd's --max-txn-ops; with --etcd-endpoints, the cluster's (at least %d)", daemon.MinTxnOps))
@@ -172,6 +175,9 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	if f.requestBodyTimeout <= 0 {
 		return fmt.Errorf("--request-body-timeout must be positive, got %s", f.requestBodyTimeout)
 	}
+	if f.storeTimeout <= 0 {
+		return fmt.Errorf("--store-timeout must be positive, got %s", f.storeTimeout)
+	}
 	if f.etcdMaxTxnOps < daemon.MinTxnOps {
 		return fmt.Errorf("--etcd-max-txn-ops must be at least %d (one object's write within the metadata limits), got %d", daemon.MinTxnOps, f.etcdMaxTxnOps)
 	}
@@ -199,7 +205,7 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 		EncryptionKeyFile: f.encryptionKeyFile, ClientConfigPath: cfgPath,
 		Controllers: ctrls, CompactionInterval: f.compactionInterval,
 		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.leaderTTL,
-		BodyReadTimeout:     f.requestBodyTimeout,
+		BodyReadTimeout: f.requestBodyTimeout, StoreTimeout: f.storeTimeout,
 		NamespaceMaxObjects: nsObjects, NamespaceMaxBytes: nsBytes,
 		Logger: log, MaxTxnOps: f.etcdMaxTxnOps, StoreQuota: quota,
 	}

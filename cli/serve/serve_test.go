@@ -91,6 +91,10 @@ func TestServer_BadFlagsAreClearErrors(t *testing.T) {
 	if !errors.As(err, &exit) || !strings.Contains(string(out), "--log-level") {
 		t.Fatalf("bad --log-level: err %v, output %q", err, out)
 	}
+	out, err = exec.Command(bin, "server", "--store-timeout", "0s", "--data-dir", t.TempDir()).CombinedOutput()
+	if !errors.As(err, &exit) || !strings.Contains(string(out), "--store-timeout must be positive") {
+		t.Fatalf("--store-timeout 0s: err %v, output %q", err, out)
+	}
 }
 
 func TestServer_StoreQuotaFlagSetsTheQuotaAndRefusesBadSizes(t *testing.T) {

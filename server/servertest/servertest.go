@@ -141,6 +141,16 @@ func WithRegistryOptions(f func(*registry.Options)) Option {
 	return func(c *config) { c.registryOpts = append(c.registryOpts, f) }
 }
 
+// WithStoreTimeout sets the store timeout of the server's requests and of
+// its registry's watches (server.Options.StoreTimeout,
+// registry.Options.StoreTimeout).
+func WithStoreTimeout(d time.Duration) Option {
+	return func(c *config) {
+		c.serverOpts = append(c.serverOpts, func(o *server.Options) { o.StoreTimeout = d })
+		c.registryOpts = append(c.registryOpts, func(o *registry.Options) { o.StoreTimeout = d })
+	}
+}
+
 // WithLogger sets the server's logger (default: discard).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }

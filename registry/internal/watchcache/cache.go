@@ -121,6 +121,12 @@ type Options struct {
 	// registry's one mapping of store errors to API errors); default: an
 	// InternalError.
 	MapError func(error) error
+	// StoreTimeout bounds how long an etcd watch may stay silent: one that
+	// hears nothing from etcd for half of it asks for progress, and one
+	// that then hears nothing for StoreTimeout more is dead (liveness.go):
+	// its watchers end with ServiceUnavailable. Default
+	// store.DefaultTimeout.
+	StoreTimeout time.Duration
 }
 
 // Caches are the running caches of a registry, one per kind. It is safe
@@ -157,6 +163,9 @@ func New(s *store.Store, opts Options) *Caches {
 	if opts.MapError == nil {
 		opts.MapError = func(err error) error { return api.NewInternal(err) }
 	}
+	if opts.StoreTimeout <= 0 {
+		opts.StoreTimeout = store.DefaultTimeout
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Caches{store: s, opts: opts, ctx: ctx, cancel: cancel, caches: map[string]*Cache{}}
 }
@@ -167,7 +176,8 @@ func New(s *store.Store, opts Options) *Caches {
 // 0, from the store's current revision, read with ctx. It blocks only on
 // that read, and holds no lock meanwhile, so a slow store holds up only
 // the watches that wait for it. Errors: ServiceUnavailable after Close,
-// InternalError when the store does not answer.
+// and the store's error, mapped (Options.MapError), when it does not
+// answer.
 func (cs *Caches) Cache(ctx context.Context, src Source, from int64) (*Cache, error) {
 	if c, err := cs.running(src.Kind); c != nil || err != nil {
 		return c, err
@@ -261,15 +271,25 @@ const maxBatch = 256
 // run follows the store from c.rev until ctx is done or the etcd watch
 // fails for good. A failed etcd watch is restarted from c.rev+1, so
 // watchers see nothing of it, unless that revision is compacted (watchers
-// then end with Gone) or the store's client is closed.
+// then end with Gone), the store's client is closed, or etcd stays silent
+// for longer than the store timeout allows (liveness.go: watchers then end
+// with ServiceUnavailable, and the next Watch starts a new cache).
 func (c *Cache) run(ctx context.Context) {
 	tick := time.NewTicker(c.opts.BookmarkInterval)
 	defer tick.Stop()
+	live := newLiveness(c.opts.StoreTimeout, time.Now())
+	probe := time.NewTicker(live.interval())
+	defer probe.Stop()
+	var marked time.Time // when a progress notification last became a bookmark
 	sw := c.store.Watch(ctx, c.src.Prefix, c.rev+1)
 	defer func() { sw.Close() }()
 	backoff := 50 * time.Millisecond
 	batch := make([]*entry, 0, maxBatch)
 	closing := func() { c.stop(api.NewStatus(api.ReasonUnavailable, "the watch cache is closing: watch again")) }
+	silent := func() {
+		c.opts.Logger.Warn("registry: watch cache: etcd does not answer; ending its watchers", "kind", c.src.Kind)
+		c.stop(errStoreSilent(c.opts.StoreTimeout))
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -277,6 +297,15 @@ func (c *Cache) run(ctx context.Context) {
 			return
 		case <-tick.C:
 			_ = sw.RequestProgress(ctx) // failures surface on the event stream
+		case now := <-probe.C:
+			ask, dead := live.check(now)
+			if dead {
+				silent()
+				return
+			}
+			if ask {
+				_ = sw.RequestProgress(ctx)
+			}
 		case ev, ok := <-sw.Events():
 			if !ok {
 				err := sw.Err()
@@ -291,6 +320,10 @@ func (c *Cache) run(ctx context.Context) {
 					c.stop(api.NewStatus(api.ReasonUnavailable, "the store is closed"))
 					return
 				}
+				if _, dead := live.check(time.Now()); dead {
+					silent()
+					return
+				}
 				c.opts.Logger.Warn("registry: watch cache: etcd watch ended; restarting", "kind", c.src.Kind, "err", err)
 				select {
 				case <-ctx.Done():
@@ -298,7 +331,7 @@ func (c *Cache) run(ctx context.Context) {
 					return
 				case <-time.After(backoff):
 				}
-				backoff = min(2*backoff, 5*time.Second)
+				backoff = min(2*backoff, 5*time.Second, live.interval())
 				c.mu.RLock()
 				from := c.rev + 1
 				c.mu.RUnlock()
@@ -307,7 +340,21 @@ func (c *Cache) run(ctx context.Context) {
 				continue
 			}
 			backoff = 50 * time.Millisecond
-			batch = append(batch[:0], newEntry(&c.src, ev))
+			now := time.Now()
+			live.hear(now)
+			batch = batch[:0]
+			keep := func(ev store.Event) {
+				if ev.Type == store.EventProgress {
+					// Answers to liveness checks become bookmarks no
+					// more often than bookmarks are asked for.
+					if now.Sub(marked) < markEvery(c.opts.BookmarkInterval) {
+						return
+					}
+					marked = now
+				}
+				batch = append(batch, newEntry(&c.src, ev))
+			}
+			keep(ev)
 		more:
 			for len(batch) < maxBatch {
 				select {
@@ -315,13 +362,15 @@ func (c *Cache) run(ctx context.Context) {
 					if !ok {
 						break more // the next receive reports it
 					}
-					batch = append(batch, newEntry(&c.src, ev))
+					keep(ev)
 				default:
 					break more
 				}
 			}
-			c.append(batch)
-			clear(batch)
+			if len(batch) > 0 {
+				c.append(batch)
+				clear(batch)
+			}
 		}
 	}
 }

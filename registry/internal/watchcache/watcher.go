@@ -348,6 +348,10 @@ func (w *directWatcher) run(ctx context.Context, initial Initial, sw *store.Watc
 	defer sw.Close()
 	tick := time.NewTicker(w.interval)
 	defer tick.Stop()
+	live := newLiveness(w.opts.StoreTimeout, time.Now())
+	probe := time.NewTicker(live.interval())
+	defer probe.Stop()
+	var marked time.Time       // when a progress notification last became a bookmark
 	var first *api.ObjectEvent // the next initial object, sent before any change
 	for {
 		if first == nil && initial != nil {
@@ -390,12 +394,31 @@ func (w *directWatcher) run(ctx context.Context, initial Initial, sw *store.Watc
 				w.err = w.mapErr(err)
 				return
 			}
+		case now := <-probe.C:
+			ask, dead := live.check(now)
+			if dead {
+				w.err = errStoreSilent(w.opts.StoreTimeout)
+				return
+			}
+			if ask {
+				_ = sw.RequestProgress(ctx) // failures surface on the event stream
+			}
 		case ev, ok := <-sw.Events():
 			if !ok {
 				if err := sw.Err(); err != nil && ctx.Err() == nil {
 					w.err = w.mapErr(err)
 				}
 				return
+			}
+			now := time.Now()
+			live.hear(now)
+			if ev.Type == store.EventProgress {
+				// Answers to liveness checks become bookmarks no more
+				// often than bookmarks are asked for.
+				if now.Sub(marked) < markEvery(w.interval) {
+					continue
+				}
+				marked = now
 			}
 			e := newEntry(w.src, ev)
 			w.read.seq++
