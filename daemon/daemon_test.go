@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
@@ -61,7 +63,8 @@ func TestDaemon_FirstStartWritesTokenAndConfigWithPrivateModes(t *testing.T) {
 	dir := dataDir(t)
 	cfg := filepath.Join(t.TempDir(), "home", ".cairn", "config")
 	d := start(t, daemon.Options{DataDir: dir, ClientConfigPath: cfg})
-	for _, p := range []string{filepath.Join(dir, "admin.token"), filepath.Join(dir, "encryption.key"), cfg} {
+	kubeconfig := filepath.Join(filepath.Dir(cfg), daemon.KubeconfigName)
+	for _, p := range []string{filepath.Join(dir, "admin.token"), filepath.Join(dir, "encryption.key"), cfg, kubeconfig} {
 		st, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)
@@ -74,11 +77,38 @@ func TestDaemon_FirstStartWritesTokenAndConfigWithPrivateModes(t *testing.T) {
 	if err != nil || got.Server != d.URL() || got.Token != d.Token() {
 		t.Fatalf("client config %+v (err %v), want server %s and the admin token", got, err, d.URL())
 	}
-	resp, err := http.Get(d.URL() + "/healthz")
+	// The config written carries the CA: a client of it speaks TLS to the
+	// server, and one without it is refused.
+	resp, err := testkit.HTTPClient(t, got).Get(d.URL() + "/healthz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("healthz: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	if !strings.HasPrefix(d.URL(), "https://") {
+		t.Fatalf("the server does not speak HTTPS: %s", d.URL())
+	}
+	if _, err := http.Get(d.URL() + "/healthz"); err == nil {
+		t.Fatal("a client that does not trust the CA connected")
+	}
+	// The kubeconfig works for client-go: context cairn, the CA, the token.
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil || raw.CurrentContext != "cairn" {
+		t.Fatalf("kubeconfig context %q (%v), want cairn", raw.CurrentContext, err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := dc.ServerVersion(); err != nil || !strings.Contains(v.GitVersion, "cairn") {
+		t.Fatalf("client-go through the kubeconfig: %+v, %v", v, err)
+	}
+	if ca, err := os.ReadFile(filepath.Join(dir, daemon.CAFileName)); err != nil || !strings.Contains(string(ca), "BEGIN CERTIFICATE") {
+		t.Fatalf("%s: %v", daemon.CAFileName, err)
+	}
 }
 
 func TestDaemon_RestartOnSameDataDirKeepsEveryObject(t *testing.T) {
