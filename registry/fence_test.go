@@ -70,7 +70,10 @@ func TestFence_WritesCommitOnlyInTheFencesTerm(t *testing.T) {
 	putLease(t, r, "http://b", 4)
 	for name, write := range map[string]func() error{
 		"create": func() error { _, err := r.Create(fenced, testkit.Secret("default", "two", nil)); return err },
-		"delete": func() error { _, _, err := r.Delete(fenced, api.KindSecret, "default", "one", api.DeleteOptions{}); return err },
+		"delete": func() error {
+			_, _, err := r.Delete(fenced, api.KindSecret, "default", "one", api.DeleteOptions{})
+			return err
+		},
 		"txn": func() error {
 			tx := r.Txn()
 			tx.Create(testkit.Secret("default", "three", nil))
