@@ -182,7 +182,7 @@ func TestRun_RejectsUnsafeOptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := ok
 			tc.change(&opts)
-			err := lease.Run(context.Background(), c, opts, func(context.Context) { t.Error("lead called") })
+			err := lease.Run(context.Background(), c, opts, func(context.Context, api.Fence) { t.Error("lead called") })
 			if !errors.Is(err, lease.ErrInvalidOptions) {
 				t.Fatalf("Run = %v, want ErrInvalidOptions", err)
 			}
