@@ -159,7 +159,6 @@ type named struct {
 	r    Runnable
 }
 
-
 // Options configures a Manager.
 type Options struct {
 	// Client is the API client of the controllers. Required.
