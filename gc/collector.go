@@ -255,7 +255,12 @@ func (c *Collector) Lead(ctx context.Context, cl client.Interface) error {
 	for k := range pending {
 		ctrl.Enqueue(k)
 	}
-	c.sweep(ctrl)
+	// The workers start on what the handlers found while no term ran; the
+	// sweep of the whole graph (a fraction of a second at 100,000 objects)
+	// feeds them meanwhile.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { c.sweep(ctrl) })
 	return ctrl.Run(ctx)
 }
 
@@ -275,8 +280,7 @@ func (c *Collector) graphLen() int {
 func (c *Collector) sweep(ctrl *controller.Controller) {
 	c.mu.Lock()
 	var keys []string
-	for _, uid := range c.graph.UIDs() {
-		n := c.graph.nodes[uid]
+	for uid, n := range c.graph.nodes {
 		if orphan, _ := Orphaned(c.graph, uid); n.Deleting || orphan {
 			keys = append(keys, uid)
 		}

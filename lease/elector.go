@@ -40,10 +40,11 @@ type term struct {
 }
 
 // campaign tries to acquire the Lease until it succeeds (it returns the
-// term) or ctx is done (it returns nil). It looks at the Lease every
+// term) or ctx is done (it returns nil). It looks at the Lease every half
 // RetryPeriod, and also the moment the holder it watches would have been
-// silent for a full lease duration, so that a dead leader is replaced
-// within the lease duration plus at most one RetryPeriod.
+// silent for a full lease duration: it sees a renewal at most half a
+// RetryPeriod after it was made, so a dead leader is replaced within the
+// lease duration plus half a RetryPeriod of its last renewal.
 //
 // It reports success only for a term with time left to lead: an
 // acquisition the store confirmed so late that less than a RetryPeriod of
@@ -106,9 +107,10 @@ func (e *elector) confirm(ctx context.Context, t *term) *term {
 }
 
 // nextLook is how long the campaign waits before it looks at the Lease
-// again: a RetryPeriod, or less when the record it watches expires sooner.
+// again: half a RetryPeriod, or less when the record it watches expires
+// sooner.
 func (e *elector) nextLook() time.Duration {
-	wait := e.opts.RetryPeriod
+	wait := e.opts.RetryPeriod / 2
 	if l := e.observed; l != nil && l.Spec.HolderIdentity != "" {
 		if d := time.Until(e.observedAt.Add(recordDuration(l, e.opts.Duration))); d < wait {
 			wait = max(d, time.Millisecond)

@@ -191,8 +191,8 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // awaitRequests waits until the server has answered n more of c's
 // requests than when it was called. A candidate that is not leading sends
-// one request per RetryPeriod, so n requests prove it looked at the Lease
-// n times over at least n-1 retry periods.
+// at most one request per half RetryPeriod, so n requests prove it looked
+// at the Lease n times over at least n-1 half retry periods.
 func (c *candidate) awaitRequests(t *testing.T, n int64, what string) {
 	t.Helper()
 	want := c.net.answered.Load() + n
@@ -200,5 +200,5 @@ func (c *candidate) awaitRequests(t *testing.T, n int64, what string) {
 }
 
 // looks is how many requests a candidate that is not leading sends over at
-// least d: one per RetryPeriod.
-func looks(opts lease.Options, d time.Duration) int64 { return int64(d/opts.RetryPeriod) + 1 }
+// least d: one per half RetryPeriod.
+func looks(opts lease.Options, d time.Duration) int64 { return int64(2*d/opts.RetryPeriod) + 1 }

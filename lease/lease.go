@@ -83,8 +83,9 @@ type Options struct {
 	// confirmed renewal. It must be less than Duration. Default 2/3 of
 	// Duration.
 	RenewDeadline time.Duration
-	// RetryPeriod is how often the holder renews and a candidate looks at
-	// the Lease. It must be less than RenewDeadline. Default Duration/5.
+	// RetryPeriod is how often the holder renews; a candidate looks at
+	// the Lease twice as often. It must be less than RenewDeadline.
+	// Default Duration/5.
 	RetryPeriod time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
