@@ -277,17 +277,35 @@ func (c *Collector) graphLen() int {
 // sweep enqueues into ctrl every deleting or orphaned object: the work left over by a
 // previous collector, and anything the handlers could not judge before
 // every list was in.
+//
+// It holds the lock for a chunk of objects at a time, so that reconciles
+// and handlers are not kept waiting through the whole graph.
 func (c *Collector) sweep(ctrl *controller.Controller) {
+	const chunk = 1000
 	c.mu.Lock()
-	var keys []string
-	for uid, n := range c.graph.nodes {
-		if orphan, _ := Orphaned(c.graph, uid); n.Deleting || orphan {
-			keys = append(keys, uid)
-		}
+	uids := make([]string, 0, len(c.graph.nodes))
+	for uid := range c.graph.nodes {
+		uids = append(uids, uid)
 	}
 	c.mu.Unlock()
-	for _, k := range keys {
-		ctrl.Enqueue(k)
+	for len(uids) > 0 {
+		part := uids[:min(chunk, len(uids))]
+		uids = uids[len(part):]
+		var keys []string
+		c.mu.Lock()
+		for _, uid := range part {
+			n, ok := c.graph.nodes[uid]
+			if !ok {
+				continue
+			}
+			if orphan, _ := Orphaned(c.graph, uid); n.Deleting || orphan {
+				keys = append(keys, uid)
+			}
+		}
+		c.mu.Unlock()
+		for _, k := range keys {
+			ctrl.Enqueue(k)
+		}
 	}
 }
 

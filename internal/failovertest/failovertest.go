@@ -44,6 +44,10 @@ type Options struct {
 	LeaseDuration time.Duration
 	// Logger receives the managers' logs; default none.
 	Logger *slog.Logger
+	// PerTermGraph runs the garbage collector without its standby part
+	// (gc.Setup instead of gc.Standby): each term builds its graph anew,
+	// from the informers' caches (which stay warm); for comparison.
+	PerTermGraph bool
 }
 
 // Result is what one failover took.
@@ -88,7 +92,11 @@ func Run(t testing.TB, opts Options) Result {
 	a := startManager(t, ts, "http://a.test", opts)
 	testkit.Eventually(t, 5*time.Minute, "manager a to lead", a.m.Leading)
 	b := startManager(t, ts, "http://b.test", opts)
-	for _, p := range []*process{a, b} {
+	warm := []*process{a, b}
+	if opts.PerTermGraph {
+		warm = warm[:1] // b builds its graph when elected
+	}
+	for _, p := range warm {
 		testkit.Eventually(t, 10*time.Minute, p.id+"'s dependency graph to hold every object", func() bool {
 			return p.graphNodes() >= float64(total)
 		})
@@ -149,12 +157,16 @@ func startManager(t testing.TB, ts *servertest.Server, id string, opts Options) 
 	t.Helper()
 	p := &process{id: id, cut: new(atomic.Bool), metrics: prometheus.NewRegistry()}
 	c := &cuttable{c: local.New(ts.Registry, identity.System()), cut: p.cut}
+	ctrl := manager.Controller{Name: "gc", Standby: func(pr *manager.Process) (func(*manager.Term) error, error) {
+		return gc.Standby(pr, gc.Options{Workers: 16})
+	}}
+	if opts.PerTermGraph {
+		ctrl = manager.Controller{Name: "gc", Setup: func(t *manager.Term) error { return gc.Setup(t, gc.Options{Workers: 16}) }}
+	}
 	var err error
 	p.m, err = manager.New(manager.Options{Client: c, Identity: id, LeaderElection: true,
 		LeaseDuration: opts.LeaseDuration, Logger: opts.Logger.With("manager", id), Metrics: p.metrics,
-		Controllers: []manager.Controller{{Name: "gc", Standby: func(pr *manager.Process) (func(*manager.Term) error, error) {
-			return gc.Standby(pr, gc.Options{Workers: 16})
-		}}}})
+		Controllers: []manager.Controller{ctrl}})
 	if err != nil {
 		t.Fatal(err)
 	}
