@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
@@ -25,8 +26,9 @@ const maxFenceAttempts = 5
 // It returns store.Txn's results; with a fence also a NotLeader Conflict
 // (api.NewNotLeader) when the Lease is not, or no longer, in the fence's
 // term (taken over, released, deleted), and Forbidden when the caller may
-// not read the Lease. It blocks on the store: one read of the Lease (and
-// one more when the transaction's conditions fail) per attempt.
+// not read the Lease. It blocks on the store: the transaction, a read of
+// the Lease when it changed since the last fenced write (fenceCache), and
+// one more when the transaction's conditions fail.
 func (r *Registry) txn(ctx context.Context, conds []store.Cond, ops ...store.Op) (int64, error) {
 	f, ok := api.FenceFrom(ctx)
 	if !ok {
@@ -64,6 +66,20 @@ func (r *Registry) txn(ctx context.Context, conds []store.Cond, ops ...store.Op)
 	}
 }
 
+// fenceCache remembers, per Lease name, the last version of the Lease a
+// fenced write read: its revision, uid and spec. Fenced writes then need
+// no read of their own while the Lease does not change: a stale entry only
+// makes a write's transaction fail, and the Lease is read again. Its zero
+// value is ready; it is safe for concurrent use.
+type fenceCache struct{ m sync.Map } // lease name → fenceSeen
+
+// fenceSeen is one version of a Lease.
+type fenceSeen struct {
+	rev  int64
+	uid  string
+	spec api.LeaseSpec
+}
+
 // fenceKind authorizes the caller in ctx to read f's Lease, which a fence
 // reveals (its holder), and returns the Lease kind.
 func (r *Registry) fenceKind(ctx context.Context, f api.Fence) (*Kind, error) {
@@ -81,10 +97,16 @@ func (r *Registry) fenceKind(ctx context.Context, f api.Fence) (*Kind, error) {
 	return k, nil
 }
 
-// fenceRevision reads f's Lease (linearizably when fresh is set, else
-// possibly stale: see readGuard) and returns its revision when it is in f's
-// term, or a NotLeader Conflict naming its holder.
+// fenceRevision returns the revision of f's Lease when it is in f's term,
+// or a NotLeader Conflict naming its holder. Without fresh it takes the
+// version the cache holds, or reads it possibly stale (see readGuard); with
+// fresh it reads linearizably. What it reads, it caches.
 func (r *Registry) fenceRevision(ctx context.Context, k *Kind, f api.Fence, fresh bool) (int64, error) {
+	if v, ok := r.fences.m.Load(f.Lease); ok && !fresh {
+		if seen := v.(fenceSeen); f.HeldBy(seen.uid, seen.spec) {
+			return seen.rev, nil
+		}
+	}
 	held := func(s *stored) bool {
 		spec, err := leaseSpec(s.obj)
 		return err == nil && f.HeldBy(s.obj.UID, spec)
@@ -98,11 +120,14 @@ func (r *Registry) fenceRevision(ctx context.Context, k *Kind, f api.Fence, fres
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		r.fences.m.Delete(f.Lease)
 		return 0, api.NewNotLeader(f, "")
 	case err != nil:
 		return 0, err
-	case !held(cur):
-		spec, _ := leaseSpec(cur.obj)
+	}
+	spec, _ := leaseSpec(cur.obj)
+	r.fences.m.Store(f.Lease, fenceSeen{rev: cur.rev, uid: cur.obj.UID, spec: spec})
+	if !held(cur) {
 		return 0, api.NewNotLeader(f, spec.HolderIdentity)
 	}
 	return cur.rev, nil
