@@ -260,8 +260,6 @@ func (m *Manager) Run(ctx context.Context) error {
 	if !m.started.CompareAndSwap(false, true) {
 		return errors.New("manager: Run called twice")
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	factory := informer.NewFactory(m.opts.Client, informer.Options{Logger: m.opts.Logger})
 	defer factory.Shutdown() // last: after every runnable has stopped
 	p := &Process{Client: readOnly{m.opts.Client}, Informers: factory, Logger: m.opts.Logger,
@@ -278,9 +276,14 @@ func (m *Manager) Run(ctx context.Context) error {
 		}
 		setups[i] = setup
 	}
-	factory.Start(ctx)
+	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		cancel()
+		wg.Wait() // the standby parts stop before the informers
+	}()
+	factory.Start(ctx)
+	var failed atomic.Pointer[error] // the first standby part that failed
 	for _, n := range p.all() {
 		wg.Go(func() {
 			err := n.r.Start(ctx)
@@ -288,7 +291,10 @@ func (m *Manager) Run(ctx context.Context) error {
 				err = errors.New("stopped by itself")
 			}
 			if err != nil && ctx.Err() == nil {
-				cancel(fmt.Errorf("manager: standby part %s: %w", n.name, err))
+				err = fmt.Errorf("manager: standby part %s: %w", n.name, err)
+				if failed.CompareAndSwap(nil, &err) {
+					cancel()
+				}
 			}
 		})
 	}
@@ -310,8 +316,8 @@ func (m *Manager) Run(ctx context.Context) error {
 			}
 		}
 	}
-	if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
-		return err // a standby part failed
+	if err := failed.Load(); err != nil {
+		return *err
 	}
 	return nil
 }
