@@ -245,13 +245,17 @@ func (c *Collector) Lead(ctx context.Context, cl client.Interface) error {
 	pending := c.pending
 	c.pending = map[string]struct{}{}
 	c.qmu.Unlock()
-	// Keys found from now on go to the next term's pending set.
-	stop := context.AfterFunc(ctx, func() {
+	// Once the term ends, keys found go to the next term's pending set.
+	release := func() {
 		c.qmu.Lock()
-		c.ctrl = nil
+		if c.ctrl == ctrl {
+			c.ctrl = nil
+		}
 		c.qmu.Unlock()
-	})
+	}
+	stop := context.AfterFunc(ctx, release)
 	defer stop()
+	defer release()
 	for k := range pending {
 		ctrl.Enqueue(k)
 	}
