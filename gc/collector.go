@@ -357,6 +357,9 @@ func (c *Collector) forget(obj *api.Object) {
 	delete(c.refused, n.UID)
 	nodes := c.graph.Len()
 	c.mu.Unlock()
+	c.qmu.Lock()
+	delete(c.pending, n.UID) // gone: nothing left to do about it
+	c.qmu.Unlock()
 	c.m.setNodes(nodes)
 	c.enqueue(keys)
 }
