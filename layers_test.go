@@ -82,14 +82,15 @@ var allowed = map[string][]string{
 	"store/storetest":   {"store"},
 	"server/servertest": {"api", "auth", "authz", "client", "identity", "kinds", "pki", "registry", "server", "store", "store/storetest"},
 	"cli/clitest":       {"cli", "client", "daemon"},
-	"internal/testkit":  {"api", "client", "registry", "kinds", "server/servertest", "store/storetest"},
+	"internal/testkit":  {"api", "client", "identity", "registry", "kinds", "server/servertest", "store/storetest"},
 	"internal/deploytest": {"api", "client", "client/local", "deployitem", "gc", "identity", "internal/testkit", "manager",
 		"runtime", "server/servertest", "trace"},
+	"internal/failovertest": {"api", "client", "client/local", "gc", "identity", "internal/testkit", "manager", "server/servertest"},
 }
 
 // testSupport entries help tests: only tests (and other test support) may
 // import them.
-var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest", "internal/testkit", "internal/deploytest"}
+var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest", "internal/testkit", "internal/deploytest", "internal/failovertest"}
 
 // testOnly may additionally be imported by tests.
 var testOnly = append(slices.Clone(testSupport),

@@ -144,6 +144,9 @@ func (c *httpClient) doAccept(ctx context.Context, method, path string, q url.Va
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	if f, ok := api.FenceFrom(ctx); ok {
+		req.Header.Set(api.HeaderFence, f.Header())
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

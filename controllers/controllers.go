@@ -65,7 +65,9 @@ func (c *Config) AddEventFlags(fs *pflag.FlagSet) {
 // start.
 func List(cfg Config) []manager.Controller {
 	return []manager.Controller{
-		{Name: "gc", Setup: func(t *manager.Term) error { return gc.Setup(t, gc.Options{Workers: cfg.GCWorkers}) }},
+		{Name: "gc", Standby: func(p *manager.Process) (func(*manager.Term) error, error) {
+			return gc.Standby(p, gc.Options{Workers: cfg.GCWorkers})
+		}},
 		{Name: "installation", Setup: func(t *manager.Term) error { return installation.Setup(t, installation.Options{}) }},
 		{Name: "execution", Setup: func(t *manager.Term) error { return execution.Setup(t, execution.Options{}) }},
 		{Name: "deployitem-timeout", Setup: func(t *manager.Term) error {

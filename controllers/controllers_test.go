@@ -46,8 +46,8 @@ func TestSelect_NamesPickControllers(t *testing.T) {
 func TestList_EveryControllerHasANameAndASetup(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range controllers.List(controllers.Config{}) {
-		if c.Name == "" || c.Setup == nil || seen[c.Name] {
-			t.Errorf("controller %+v: every entry needs a unique name and a setup", c.Name)
+		if c.Name == "" || (c.Setup == nil) == (c.Standby == nil) || seen[c.Name] {
+			t.Errorf("controller %+v: every entry needs a unique name and a setup or a standby part", c.Name)
 		}
 		seen[c.Name] = true
 	}

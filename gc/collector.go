@@ -62,11 +62,19 @@ const parallelDeletes = 16
 // controller retries with backoff; a deletion the API refuses (Forbidden)
 // is logged once and retried with a growing delay. Nothing is dropped
 // silently but a victim that is gone or was replaced.
+//
+// The collector splits in two (see Watch and Lead): keeping the graph
+// current is its warm part, which every process runs, leading or not;
+// acting on it is its term part, run while the process leads. A new
+// leader's collector acts on a graph that is current already.
 type Collector struct {
 	c    client.Interface
 	opts Options
 	log  *slog.Logger
 	m    *metrics
+	// w is the client of the reconciles: c, or the term's client, set by
+	// Lead before its workers start and read only by them.
+	w client.Interface
 
 	mu    sync.Mutex
 	graph *Graph
@@ -79,12 +87,18 @@ type Collector struct {
 	refused map[string]int
 	// factory holds the shared informers, for cached reads.
 	factory *informer.Factory
-	// namespaced lists the namespaced kinds, set by Run before any reconcile.
+	// namespaced lists the namespaced kinds, set before the graph is synced.
 	namespaced []string
-	ctrl       *controller.Controller
 
-	started atomic.Bool
-	synced  atomic.Bool
+	// qmu guards ctrl, the controller of the current term (nil between
+	// terms), and pending, the keys the handlers found while no term ran.
+	qmu     sync.Mutex
+	ctrl    *controller.Controller
+	pending map[string]struct{}
+
+	started  atomic.Bool
+	synced   atomic.Bool
+	syncedCh chan struct{} // closed once synced
 }
 
 // New builds a collector acting through c. It does nothing until Run.
@@ -102,17 +116,19 @@ func New(c client.Interface, opts Options) *Collector {
 	return &Collector{
 		c: c, opts: opts, log: log, m: newMetrics(opts.Metrics, log),
 		graph: NewGraph(), requested: map[string]struct{}{}, refused: map[string]int{},
-		factory: opts.Informers,
+		factory: opts.Informers, w: c, pending: map[string]struct{}{}, syncedCh: make(chan struct{}),
 	}
 }
 
 // Run discovers the kinds, lists and watches every one of them into the
 // graph and, once every list is in, handles deleting and orphaned objects
-// until ctx is done. Deleting objects found by the lists are handled first
-// thing, so a cascade interrupted by a restart finishes. Run blocks; it
-// returns nil when ctx is done (after its informers and workers have
-// stopped), or an error at once when the kinds cannot be discovered. A
-// Collector runs once: a second Run returns an error at once.
+// until ctx is done: Watch and Lead together, acting through the client
+// of New, for a process that needs no standby. Deleting objects found by
+// the lists are handled first thing, so a cascade interrupted by a restart
+// finishes. Run blocks; it returns nil when ctx is done (after its
+// informers and workers have stopped), or an error at once when the kinds
+// cannot be discovered. A Collector runs once (Run or Watch): a second
+// call returns an error at once.
 func (c *Collector) Run(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return fmt.Errorf("gc: Run called twice")
@@ -121,21 +137,64 @@ func (c *Collector) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("gc: discover kinds: %w", err)
 	}
-	for _, k := range kinds {
-		if k.Namespaced {
-			c.namespaced = append(c.namespaced, k.Kind)
-		}
-	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-
-	c.ctrl = controller.New("gc", controller.ReconcilerFunc(c.reconcile), controller.Options{
-		Workers: c.opts.Workers, Logger: c.opts.Logger, Metrics: c.opts.Metrics, Traces: c.opts.Traces,
-	})
 	if c.factory == nil {
 		c.factory = informer.NewFactory(c.c, informer.Options{Logger: c.opts.Logger})
 		c.factory.Start(ctx)
 		defer c.factory.Shutdown()
+	}
+	infs := c.register(kinds)
+	wg.Go(func() { c.awaitSync(ctx, infs) })
+	return c.Lead(ctx, c.c)
+}
+
+// Watch keeps the dependency graph current until ctx is done, acting on
+// nothing: the collector's warm part, which a process runs whether or not
+// it leads, so that its Lead acts at once when it is elected. It discovers
+// the kinds (retrying while the API does not answer), registers the
+// graph's handlers on every kind's informer of Options.Informers (a
+// factory of its own when nil) and marks the graph synced once every list
+// is in. It blocks; it returns nil when ctx is done. A Collector runs once
+// (Run or Watch): a second call returns an error at once.
+func (c *Collector) Watch(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return fmt.Errorf("gc: Watch called twice")
+	}
+	wait := 100 * time.Millisecond
+	var kinds []api.KindInfo
+	for {
+		var err error
+		if kinds, err = c.c.Kinds(ctx); err == nil {
+			break
+		}
+		c.log.Warn("cannot discover the kinds; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+			wait = min(2*wait, 10*time.Second)
+		}
+	}
+	if c.factory == nil {
+		c.factory = informer.NewFactory(c.c, informer.Options{Logger: c.opts.Logger})
+		c.factory.Start(ctx)
+		defer c.factory.Shutdown()
+	}
+	c.awaitSync(ctx, c.register(kinds))
+	<-ctx.Done()
+	return nil
+}
+
+// register notes the namespaced kinds and registers the graph's handlers
+// on the informer of every kind; it returns the informers.
+func (c *Collector) register(kinds []api.KindInfo) []*informer.Informer {
+	for _, k := range kinds {
+		if k.Namespaced {
+			c.namespaced = append(c.namespaced, k.Kind)
+		}
 	}
 	infs := make([]*informer.Informer, 0, len(kinds))
 	for _, k := range kinds {
@@ -147,26 +206,70 @@ func (c *Collector) Run(ctx context.Context) error {
 		})
 		infs = append(infs, inf)
 	}
-	// The controller's queue keeps what the handlers enqueue until every
-	// list is in: the workers start only then, so no decision is taken on
-	// half a graph. When ctx ends first, Run below returns at once.
-	synced := true
-	for _, inf := range infs {
-		if !inf.WaitForSync(ctx) {
-			synced = false
-			break
-		}
-	}
-	if synced {
-		c.sweep()
-		c.synced.Store(true)
-		c.log.Info("dependency graph built", "kinds", len(infs), "objects", c.graphLen())
-	}
-	return c.ctrl.Run(ctx)
+	return infs
 }
 
-// HasSynced reports whether the graph holds every kind's first list and
-// the collector is acting on it. It never blocks.
+// awaitSync marks the graph synced once every one of infs has delivered
+// its first list, or returns when ctx ends first.
+func (c *Collector) awaitSync(ctx context.Context, infs []*informer.Informer) {
+	for _, inf := range infs {
+		if !inf.WaitForSync(ctx) {
+			return
+		}
+	}
+	c.synced.Store(true)
+	close(c.syncedCh)
+	c.log.Info("dependency graph built", "kinds", len(infs), "objects", c.graphLen())
+}
+
+// Lead handles deleting and orphaned objects, acting through cl, until
+// ctx is done: the collector's part for one leadership term, run while
+// Watch (or Run) keeps the graph current; terms must not overlap. It waits
+// for the graph to be synced (no decision is taken on half a graph), then
+// enqueues the work left over: every deleting or orphaned object (a
+// cascade a previous leader did not finish), and what the graph's handlers
+// found while no term ran. It blocks; it returns nil when ctx is done,
+// after its workers have stopped.
+func (c *Collector) Lead(ctx context.Context, cl client.Interface) error {
+	select {
+	case <-c.syncedCh:
+	case <-ctx.Done():
+		return nil
+	}
+	c.w = cl
+	ctrl := controller.New("gc", controller.ReconcilerFunc(c.reconcile), controller.Options{
+		Workers: c.opts.Workers, Logger: c.opts.Logger, Metrics: c.opts.Metrics, Traces: c.opts.Traces,
+	})
+	c.qmu.Lock()
+	c.ctrl = ctrl
+	pending := c.pending
+	c.pending = map[string]struct{}{}
+	c.qmu.Unlock()
+	// Once the term ends, keys found go to the next term's pending set.
+	release := func() {
+		c.qmu.Lock()
+		if c.ctrl == ctrl {
+			c.ctrl = nil
+		}
+		c.qmu.Unlock()
+	}
+	stop := context.AfterFunc(ctx, release)
+	defer stop()
+	defer release()
+	for k := range pending {
+		ctrl.Enqueue(k)
+	}
+	// The workers start on what the handlers found while no term ran; the
+	// sweep of the whole graph (a fraction of a second at 100,000 objects)
+	// feeds them meanwhile.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { c.sweep(ctrl) })
+	return ctrl.Run(ctx)
+}
+
+// HasSynced reports whether the graph holds every kind's first list (a
+// leading collector acts on it). It never blocks.
 func (c *Collector) HasSynced() bool { return c.synced.Load() }
 
 func (c *Collector) graphLen() int {
@@ -175,21 +278,38 @@ func (c *Collector) graphLen() int {
 	return c.graph.Len()
 }
 
-// sweep enqueues every deleting or orphaned object: the work left over by a
+// sweep enqueues into ctrl every deleting or orphaned object: the work left over by a
 // previous collector, and anything the handlers could not judge before
 // every list was in.
-func (c *Collector) sweep() {
+//
+// It holds the lock for a chunk of objects at a time, so that reconciles
+// and handlers are not kept waiting through the whole graph.
+func (c *Collector) sweep(ctrl *controller.Controller) {
+	const chunk = 1000
 	c.mu.Lock()
-	var keys []string
-	for _, uid := range c.graph.UIDs() {
-		n := c.graph.nodes[uid]
-		if orphan, _ := Orphaned(c.graph, uid); n.Deleting || orphan {
-			keys = append(keys, uid)
-		}
+	uids := make([]string, 0, len(c.graph.nodes))
+	for uid := range c.graph.nodes {
+		uids = append(uids, uid)
 	}
 	c.mu.Unlock()
-	for _, k := range keys {
-		c.ctrl.Enqueue(k)
+	for len(uids) > 0 {
+		part := uids[:min(chunk, len(uids))]
+		uids = uids[len(part):]
+		var keys []string
+		c.mu.Lock()
+		for _, uid := range part {
+			n, ok := c.graph.nodes[uid]
+			if !ok {
+				continue
+			}
+			if orphan, _ := Orphaned(c.graph, uid); n.Deleting || orphan {
+				keys = append(keys, uid)
+			}
+		}
+		c.mu.Unlock()
+		for _, k := range keys {
+			ctrl.Enqueue(k)
+		}
 	}
 }
 
@@ -237,6 +357,9 @@ func (c *Collector) forget(obj *api.Object) {
 	delete(c.refused, n.UID)
 	nodes := c.graph.Len()
 	c.mu.Unlock()
+	c.qmu.Lock()
+	delete(c.pending, n.UID) // gone: nothing left to do about it
+	c.qmu.Unlock()
 	c.m.setNodes(nodes)
 	c.enqueue(keys)
 }
@@ -277,12 +400,20 @@ func sameOwners(a, b []api.OwnerReference) bool {
 	return true
 }
 
+// enqueue hands keys to the current term's controller, or keeps them for
+// the next term.
 func (c *Collector) enqueue(keys []string) {
-	if c.ctrl == nil {
+	if len(keys) == 0 {
 		return
 	}
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
 	for _, k := range keys {
-		c.ctrl.Enqueue(k)
+		if c.ctrl != nil {
+			c.ctrl.Enqueue(k)
+		} else {
+			c.pending[k] = struct{}{}
+		}
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 // may lag behind on some kind's watch.
 func (c *Collector) namespaceEmpty(ctx context.Context, ns string) (bool, error) {
 	for _, k := range c.namespaced {
-		l, err := c.c.List(ctx, k, ns, api.ListOptions{Limit: 1})
+		l, err := c.w.List(ctx, k, ns, api.ListOptions{Limit: 1})
 		if err != nil {
 			return false, fmt.Errorf("gc: check namespace %s is empty: list %s: %w", ns, k, err)
 		}
@@ -83,7 +83,7 @@ func (c *Collector) anyPresent(ctx context.Context, ns string, refs []api.OwnerR
 		if r.Kind == NamespaceKind {
 			rns = ""
 		}
-		o, err := c.c.Get(ctx, r.Kind, rns, r.Name)
+		o, err := c.w.Get(ctx, r.Kind, rns, r.Name)
 		switch {
 		case errors.Is(err, api.ErrNotFound):
 			continue
@@ -123,7 +123,7 @@ func (c *Collector) anyPresent(ctx context.Context, ns string, refs []api.OwnerR
 // is returned, wrapped.
 func (c *Collector) delete(ctx context.Context, n Node, leaf bool, why string) (time.Duration, error) {
 	if leaf && n.ResourceVersion != "" {
-		_, _, err := c.c.Delete(ctx, n.Kind, n.Namespace, n.Name, api.DeleteOptions{Force: true,
+		_, _, err := c.w.Delete(ctx, n.Kind, n.Namespace, n.Name, api.DeleteOptions{Force: true,
 			Preconditions: api.Preconditions{UID: n.UID, ResourceVersion: n.ResourceVersion}})
 		switch {
 		case err == nil:
@@ -135,7 +135,7 @@ func (c *Collector) delete(ctx context.Context, n Node, leaf bool, why string) (
 			return 0, fmt.Errorf("gc: delete %s: %w", n, err)
 		}
 	}
-	_, _, err := c.c.Delete(ctx, n.Kind, n.Namespace, n.Name,
+	_, _, err := c.w.Delete(ctx, n.Kind, n.Namespace, n.Name,
 		api.DeleteOptions{Preconditions: api.Preconditions{UID: n.UID}})
 	switch {
 	case err == nil:
@@ -159,7 +159,7 @@ func (c *Collector) delete(ctx context.Context, n Node, leaf bool, why string) (
 // there and live, and it returns conflict wrapped: the delete must be
 // retried. A failed read is returned too.
 func (c *Collector) afterConflict(ctx context.Context, n Node, conflict error) error {
-	cur, err := c.c.Get(ctx, n.Kind, n.Namespace, n.Name)
+	cur, err := c.w.Get(ctx, n.Kind, n.Namespace, n.Name)
 	switch {
 	case errors.Is(err, api.ErrNotFound):
 		return nil
@@ -275,7 +275,7 @@ func (c *Collector) modify(ctx context.Context, n Node, action string, change fu
 	for attempt := 0; ; attempt++ {
 		if obj == nil {
 			var err error
-			obj, err = c.c.Get(ctx, n.Kind, n.Namespace, n.Name)
+			obj, err = c.w.Get(ctx, n.Kind, n.Namespace, n.Name)
 			if errors.Is(err, api.ErrNotFound) {
 				return nil
 			}
@@ -286,7 +286,7 @@ func (c *Collector) modify(ctx context.Context, n Node, action string, change fu
 		if obj.UID != n.UID || !change(obj) {
 			return nil
 		}
-		_, err := c.c.Update(ctx, obj)
+		_, err := c.w.Update(ctx, obj)
 		switch {
 		case err == nil:
 			c.m.action(action)

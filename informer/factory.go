@@ -36,6 +36,26 @@ type Factory struct {
 	started   bool
 	stopped   bool
 	unlink    func() bool // stops the link from Start's ctx to cancel
+
+	// parent and scope are set in a view (Scope): it hands out parent's
+	// informers with handlers owned by scope.
+	parent *Factory
+	scope  *scope
+}
+
+// Scope returns a view of f for a part of the process that ends before f
+// does, such as one leadership term. Its For returns f's informers, shared
+// (the same cache and indexes), but the handlers registered through them
+// are removed by the view's Shutdown, which leaves the informers running:
+// the next view finds them current, and a handler registered then gets the
+// whole cache replayed as additions (see Informer.AddEventHandler). On a
+// view, Start does nothing (f runs the informers) and WaitForSync waits
+// for f's informers. A view of a view is a view of f.
+func (f *Factory) Scope() *Factory {
+	if f.parent != nil {
+		f = f.parent
+	}
+	return &Factory{parent: f, scope: newScope(), informers: map[string]*Informer{}}
 }
 
 // NewFactory returns a factory whose informers read through c, each built
@@ -56,6 +76,17 @@ func NewFactory(c client.Interface, opts Options) *Factory {
 // After Shutdown it still returns the informer of kind, but a new one never
 // runs (it never syncs). It never blocks on the network.
 func (f *Factory) For(kind string) *Informer {
+	if f.parent != nil {
+		shared := f.parent.For(kind)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if inf, ok := f.informers[kind]; ok {
+			return inf
+		}
+		inf := &Informer{core: shared.core, scope: f.scope}
+		f.informers[kind] = inf
+		return inf
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if inf, ok := f.informers[kind]; ok {
@@ -80,6 +111,9 @@ func (f *Factory) run(inf *Informer) {
 // created by For, until ctx is done or Shutdown is called. It does not
 // block. Calls after the first, and calls after Shutdown, do nothing.
 func (f *Factory) Start(ctx context.Context) {
+	if f.parent != nil {
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.started || f.stopped {
@@ -97,6 +131,9 @@ func (f *Factory) Start(ctx context.Context) {
 // (false). Informers created after the call are not waited for. Before
 // Start it waits for Start (or ctx).
 func (f *Factory) WaitForSync(ctx context.Context) bool {
+	if f.parent != nil {
+		return f.parent.WaitForSync(ctx)
+	}
 	f.mu.Lock()
 	infs := make([]*Informer, 0, len(f.informers))
 	for _, inf := range f.informers {
@@ -119,8 +156,13 @@ func (f *Factory) WaitForSync(ctx context.Context) bool {
 
 // Shutdown stops every informer and blocks until all their goroutines have
 // returned. It is idempotent, and safe to call whether or not Start was
-// called or its ctx is done.
+// called or its ctx is done. On a view (Scope) it only removes the view's
+// handlers, blocking until none of them runs.
 func (f *Factory) Shutdown() {
+	if f.parent != nil {
+		f.scope.close()
+		return
+	}
 	f.mu.Lock()
 	f.stopped = true
 	f.cancel()

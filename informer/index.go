@@ -100,7 +100,7 @@ func (x *index) set(key string, obj *api.Object) {
 
 // reindex updates every index for the object now stored under key (nil:
 // deleted). The caller holds i.mu for writing.
-func (i *Informer) reindex(key string, obj *api.Object) {
+func (i *core) reindex(key string, obj *api.Object) {
 	for _, x := range i.indexes {
 		x.set(key, obj)
 	}
@@ -116,7 +116,7 @@ func (i *Informer) reindex(key string, obj *api.Object) {
 // Errors: ErrIndexExists when name is taken (controllers sharing an
 // informer and wanting a built-in index can treat it as success); an error
 // when f is nil.
-func (i *Informer) AddIndex(name string, f IndexFunc) error {
+func (i *core) AddIndex(name string, f IndexFunc) error {
 	if f == nil {
 		return fmt.Errorf("informer: index %q: nil IndexFunc", name)
 	}
@@ -139,7 +139,7 @@ func (i *Informer) AddIndex(name string, f IndexFunc) error {
 // never blocks on the network.
 //
 // Errors: ErrNoIndex when no index is called name.
-func (i *Informer) ByIndex(name, value string) ([]*api.Object, error) {
+func (i *core) ByIndex(name, value string) ([]*api.Object, error) {
 	i.mu.RLock()
 	x, ok := i.indexes[name]
 	if !ok {
@@ -161,7 +161,7 @@ func (i *Informer) ByIndex(name, value string) ([]*api.Object, error) {
 // without touching the objects.
 //
 // Errors: ErrNoIndex when no index is called name.
-func (i *Informer) IndexKeys(name, value string) ([]string, error) {
+func (i *core) IndexKeys(name, value string) ([]string, error) {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	x, ok := i.indexes[name]
@@ -175,7 +175,7 @@ func (i *Informer) IndexKeys(name, value string) ([]string, error) {
 // object under.
 //
 // Errors: ErrNoIndex when no index is called name.
-func (i *Informer) IndexValues(name string) ([]string, error) {
+func (i *core) IndexValues(name string) ([]string, error) {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	x, ok := i.indexes[name]

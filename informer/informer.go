@@ -21,6 +21,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -94,7 +95,18 @@ type Options struct {
 // it with New (or get the shared one of a kind from a Factory), register
 // handlers and indexes, then Run it. Its methods are safe for concurrent
 // use.
+//
+// The cache, indexes and handlers live in the informer's core, which every
+// view of it shares: a Factory's scoped view (Factory.Scope) hands out the
+// same informer with handlers that its Shutdown removes.
 type Informer struct {
+	*core
+	// scope, for a view, owns the handlers registered through it.
+	scope *scope
+}
+
+// core is the state of an informer, shared by its views.
+type core struct {
 	c    client.Interface
 	kind string
 	ns   string
@@ -105,7 +117,7 @@ type Informer struct {
 	// calls, and handler registration, so each handler sees each change
 	// exactly once and in order.
 	hmu      sync.Mutex
-	handlers []Handler
+	handlers []registered
 
 	mu      sync.RWMutex
 	items   map[string]*api.Object // by api.Key(namespace, name)
@@ -115,6 +127,13 @@ type Informer struct {
 	synced   chan struct{}
 	syncOnce sync.Once
 	started  atomic.Bool
+}
+
+// registered is a handler and the scope it was registered through (nil:
+// none, it lives as long as the informer).
+type registered struct {
+	Handler
+	scope *scope
 }
 
 // New returns an informer for kind in namespace ns ("" for every namespace)
@@ -132,35 +151,55 @@ func New(c client.Interface, kind, ns string, opts Options) *Informer {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Informer{
+	return &Informer{core: &core{
 		c: c, kind: kind, ns: ns, opts: opts,
 		log:     opts.Logger.With("informer", kind, "namespace", ns),
 		items:   map[string]*api.Object{},
 		indexes: map[string]*index{},
 		synced:  make(chan struct{}),
-	}
+	}}
 }
 
 // Kind returns the kind the informer watches.
-func (i *Informer) Kind() string { return i.kind }
+func (i *core) Kind() string { return i.kind }
 
 // AddEventHandler registers h. A handler added after the first list has
 // been delivered receives OnAdd for every cached object first, so it misses
 // nothing. It blocks while a change is being delivered to other handlers.
+// Through a view of a Factory (Factory.Scope), h stays registered until
+// the view's Shutdown; through a view already shut down it is not
+// registered at all.
 func (i *Informer) AddEventHandler(h Handler) {
+	if i.scope == nil {
+		i.core.addHandler(registered{Handler: h})
+		return
+	}
+	i.scope.register(i.core, h)
+}
+
+// addHandler registers r and replays the cache to it (see AddEventHandler).
+func (i *core) addHandler(r registered) {
 	i.hmu.Lock()
 	defer i.hmu.Unlock()
-	i.handlers = append(i.handlers, h)
+	i.handlers = append(i.handlers, r)
 	if i.HasSynced() {
 		for _, o := range i.List() {
-			h.add(o)
+			r.add(o)
 		}
 	}
 }
 
+// removeScope unregisters every handler registered through sc. It blocks
+// while a change is being delivered: once it returns, none of them runs.
+func (i *core) removeScope(sc *scope) {
+	i.hmu.Lock()
+	defer i.hmu.Unlock()
+	i.handlers = slices.DeleteFunc(i.handlers, func(r registered) bool { return r.scope == sc })
+}
+
 // HasSynced reports whether the first list has been stored and delivered
 // to the handlers. It never blocks.
-func (i *Informer) HasSynced() bool {
+func (i *core) HasSynced() bool {
 	select {
 	case <-i.synced:
 		return true
@@ -171,7 +210,7 @@ func (i *Informer) HasSynced() bool {
 
 // WaitForSync blocks until the first list has been delivered (true) or ctx
 // is done (false).
-func (i *Informer) WaitForSync(ctx context.Context) bool {
+func (i *core) WaitForSync(ctx context.Context) bool {
 	select {
 	case <-i.synced:
 		return true
@@ -183,7 +222,7 @@ func (i *Informer) WaitForSync(ctx context.Context) bool {
 // Get returns the cached object namespace/name (namespace "" for
 // cluster-scoped kinds). The object is shared: DeepCopy before modifying
 // it. It never blocks on the network.
-func (i *Informer) Get(namespace, name string) (*api.Object, bool) {
+func (i *core) Get(namespace, name string) (*api.Object, bool) {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	o, ok := i.items[api.Key(namespace, name)]
@@ -193,7 +232,7 @@ func (i *Informer) Get(namespace, name string) (*api.Object, bool) {
 // List returns every cached object, sorted by namespace and name. The
 // objects are shared: DeepCopy before modifying one. It copies the whole
 // cache: to find some objects, use an index (ByIndex).
-func (i *Informer) List() []*api.Object {
+func (i *core) List() []*api.Object {
 	i.mu.RLock()
 	out := make([]*api.Object, 0, len(i.items))
 	for _, o := range i.items {
@@ -206,7 +245,7 @@ func (i *Informer) List() []*api.Object {
 
 // Len returns the number of cached objects. It never blocks on the network
 // and costs O(1).
-func (i *Informer) Len() int {
+func (i *core) Len() int {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	return len(i.items)
@@ -219,7 +258,7 @@ func sortObjects(s []*api.Object) {
 
 // ResourceVersion returns the resourceVersion up to which the cache is
 // current ("" before the first list).
-func (i *Informer) ResourceVersion() string {
+func (i *core) ResourceVersion() string {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	return i.rv
@@ -228,7 +267,7 @@ func (i *Informer) ResourceVersion() string {
 // Run lists, watches and delivers changes until ctx is done; it then stops
 // its watch and returns. Failures are logged and retried with backoff; they
 // never end Run. An informer runs once: a second call returns at once.
-func (i *Informer) Run(ctx context.Context) {
+func (i *core) Run(ctx context.Context) {
 	if !i.started.CompareAndSwap(false, true) {
 		i.log.Error("informer: Run called twice; ignoring")
 		return
@@ -273,7 +312,7 @@ func (i *Informer) Run(ctx context.Context) {
 
 // relist reads every object (page by page, at one revision) and replaces
 // the cache with them. It returns the list's resourceVersion.
-func (i *Informer) relist(ctx context.Context) (string, error) {
+func (i *core) relist(ctx context.Context) (string, error) {
 	items := map[string]*api.Object{}
 	opts := api.ListOptions{LabelSelector: i.opts.LabelSelector, Limit: i.opts.PageSize}
 	rv := ""
@@ -302,7 +341,7 @@ func (i *Informer) relist(ctx context.Context) (string, error) {
 // additions and updates, in key order. Unchanged objects are not delivered,
 // and their index entries stay as they are (an index is a function of the
 // object, and the object has not changed).
-func (i *Informer) replace(items map[string]*api.Object, rv string) {
+func (i *core) replace(items map[string]*api.Object, rv string) {
 	i.hmu.Lock()
 	defer i.hmu.Unlock()
 	// Only holders of hmu write i.items, so it can be read here without mu.
@@ -363,7 +402,7 @@ func (i *Informer) replace(items map[string]*api.Object, rv string) {
 // watch streams changes from rv until the watch ends or ctx is done, and
 // returns the last resourceVersion seen, whether any event arrived, and why
 // the watch ended. Resync ticks are handled here, between events.
-func (i *Informer) watch(ctx context.Context, rv string, resync <-chan time.Time) (string, bool, error) {
+func (i *core) watch(ctx context.Context, rv string, resync <-chan time.Time) (string, bool, error) {
 	w, err := i.c.Watch(ctx, i.kind, i.ns, api.ListOptions{LabelSelector: i.opts.LabelSelector, ResourceVersion: rv})
 	if err != nil {
 		return rv, false, err
@@ -399,7 +438,7 @@ func (i *Informer) watch(ctx context.Context, rv string, resync <-chan time.Time
 // apply stores one watch event and delivers it. Events that are not newer
 // than the cached object (a replay after a reconnect) are dropped, so no
 // handler sees a change twice.
-func (i *Informer) apply(ev api.ObjectEvent) {
+func (i *core) apply(ev api.ObjectEvent) {
 	obj := ev.Object
 	key := api.Key(obj.Namespace, obj.Name)
 	i.hmu.Lock()
@@ -445,7 +484,7 @@ func (i *Informer) apply(ev api.ObjectEvent) {
 }
 
 // resync re-delivers every cached object as an update with old == new.
-func (i *Informer) resync() {
+func (i *core) resync() {
 	i.hmu.Lock()
 	defer i.hmu.Unlock()
 	for _, o := range i.List() {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/leader"
 	"cairn.dev/cairn/store/storetest"
@@ -75,4 +77,67 @@ func waitLeader(t *testing.T, leaders *[2]atomic.Bool) int {
 		return false
 	})
 	return who
+}
+
+// TestRun_CampaignEndingOnAnExpiredLeaseDoesNotLead: b waits behind a; b's
+// lease expires (revoked here, as an outage longer than the TTL does),
+// then a steps down. etcd's Campaign returns success to b, whose own key
+// is gone: b must not lead on it, but campaign again with a new lease and
+// lead on that one. Every lead call must find its own key first in line,
+// held by a live lease.
+func TestRun_CampaignEndingOnAnExpiredLeaseDoesNotLead(t *testing.T) {
+	s, _ := storetest.Start(t)
+	cli := s.Client()
+	prefix := leader.Prefix + "expired/"
+	var bad, leads atomic.Int32
+	check := func(who string) func(context.Context) {
+		return func(lctx context.Context) {
+			leads.Add(1)
+			resp, err := cli.Get(context.Background(), prefix, clientv3.WithFirstCreate()...)
+			if err != nil || len(resp.Kvs) == 0 || string(resp.Kvs[0].Value) != who {
+				bad.Add(1)
+				t.Errorf("%s leads, but the first key in line is not its own (%v)", who, err)
+			} else if ttl, err := cli.TimeToLive(context.Background(), clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil || ttl.TTL <= 0 {
+				bad.Add(1)
+				t.Errorf("%s leads on an expired lease (%v)", who, err)
+			}
+			<-lctx.Done()
+		}
+	}
+	run := func(who string) (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = leader.Run(ctx, cli, leader.Options{Name: "expired", Identity: who, TTL: 2 * time.Second}, check(who))
+		}()
+		stop = func() { cancel(); <-done }
+		t.Cleanup(stop)
+		return stop
+	}
+	stopA := run("a")
+	testkit.Eventually(t, 15*time.Second, "a leads", func() bool { return leads.Load() == 1 })
+	run("b")
+	var bLease clientv3.LeaseID
+	testkit.Eventually(t, 15*time.Second, "b campaigns", func() bool {
+		resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix())
+		if err != nil {
+			return false
+		}
+		for _, kv := range resp.Kvs {
+			if string(kv.Value) == "b" {
+				bLease = clientv3.LeaseID(kv.Lease)
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := cli.Revoke(context.Background(), bLease); err != nil {
+		t.Fatal(err)
+	}
+	stopA()
+	testkit.Eventually(t, 15*time.Second, "b leads on a new lease", func() bool { return leads.Load() == 2 })
+	if bad.Load() > 0 {
+		t.Fatal("a process led without a live lease holding the first key")
+	}
 }

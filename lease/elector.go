@@ -39,8 +39,18 @@ type term struct {
 	renewed time.Time
 }
 
-// campaign tries to acquire the Lease every RetryPeriod until it succeeds
-// (it returns the term) or ctx is done (it returns nil).
+// campaign tries to acquire the Lease until it succeeds (it returns the
+// term) or ctx is done (it returns nil). It looks at the Lease every half
+// RetryPeriod, and also the moment the holder it watches would have been
+// silent for a full lease duration: it sees a renewal at most half a
+// RetryPeriod after it was made, so a dead leader is replaced within the
+// lease duration plus half a RetryPeriod of its last renewal.
+//
+// It reports success only for a term with time left to lead: an
+// acquisition the store confirmed so late that less than a RetryPeriod of
+// the renew deadline is left (the store was slow or unreachable while the
+// write was in flight) is confirmed by a renewal first, and given up when
+// that fails too.
 func (e *elector) campaign(ctx context.Context) *term {
 	e.observed = nil // observe afresh: never inherit a time from an earlier term
 	for {
@@ -51,6 +61,9 @@ func (e *elector) campaign(ctx context.Context) *term {
 			return nil
 		}
 		e.report(err)
+		if t != nil && !e.fresh(t) {
+			t = e.confirm(ctx, t)
+		}
 		if t != nil {
 			e.log.Info("elected leader", "transitions", t.rec.Spec.LeaseTransitions)
 			return t
@@ -58,9 +71,52 @@ func (e *elector) campaign(ctx context.Context) *term {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(e.opts.RetryPeriod):
+		case <-time.After(e.nextLook()):
 		}
 	}
+}
+
+// fresh reports whether term t has at least a RetryPeriod of its renew
+// deadline left: time for its first renewal.
+func (e *elector) fresh(t *term) bool {
+	return time.Since(t.renewed) < e.opts.RenewDeadline-e.opts.RetryPeriod
+}
+
+// confirm renews term t, whose acquisition was confirmed late, and returns
+// it when the renewal is confirmed in time; otherwise nil: the campaign
+// goes on, and since the record may be this candidate's now, it waits for
+// it to expire like any other (the others wait as long).
+func (e *elector) confirm(ctx context.Context, t *term) *term {
+	e.log.Warn("acquired the lease, but the store confirmed it late; renewing before leading",
+		"late", time.Since(t.renewed).Round(time.Millisecond))
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, e.opts.RenewDeadline)
+	defer cancel()
+	err := e.write(wctx, t, e.opts.Identity)
+	if err == nil {
+		t.renewed = start
+		if e.fresh(t) {
+			return t
+		}
+		err = errors.New("the renewal too was confirmed late")
+	}
+	if ctx.Err() == nil {
+		e.log.Warn("not leading: the late acquisition could not be confirmed", "err", err)
+	}
+	return nil
+}
+
+// nextLook is how long the campaign waits before it looks at the Lease
+// again: half a RetryPeriod, or less when the record it watches expires
+// sooner.
+func (e *elector) nextLook() time.Duration {
+	wait := e.opts.RetryPeriod / 2
+	if l := e.observed; l != nil && l.Spec.HolderIdentity != "" {
+		if d := time.Until(e.observedAt.Add(recordDuration(l, e.opts.Duration))); d < wait {
+			wait = max(d, time.Millisecond)
+		}
+	}
+	return wait
 }
 
 // tryAcquire reads the Lease and acquires it when it is missing, released,
@@ -126,20 +182,28 @@ func (e *elector) now() time.Time {
 	return e.opts.Now().UTC().Truncate(time.Microsecond)
 }
 
+// fence is the api.Fence of term t of the Lease name: its writes carry it.
+func (t *term) fence(name string) api.Fence {
+	return api.Fence{Lease: name, UID: t.rec.UID, Holder: t.rec.Spec.HolderIdentity, Term: t.rec.Spec.LeaseTransitions}
+}
+
 // hold runs lead for term t and renews the Lease every RetryPeriod until
 // ctx is done, lead returns, or leadership is lost. It cancels lead's
 // context once RenewDeadline has passed since the last confirmed renewal,
 // whatever the renewal requests are doing, and returns after lead has
 // returned: true when lead returned by itself.
-func (e *elector) hold(ctx context.Context, t *term, lead func(ctx context.Context)) bool {
+func (e *elector) hold(ctx context.Context, t *term, lead func(ctx context.Context, f api.Fence)) bool {
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	deadline := time.AfterFunc(time.Until(t.renewed.Add(e.opts.RenewDeadline)), cancel)
 	defer deadline.Stop()
 	done := make(chan struct{})
+	fence := t.fence(e.opts.Name)
 	go func() {
 		defer close(done)
-		lead(lctx)
+		if lctx.Err() == nil { // never lead past the deadline, however briefly
+			lead(lctx, fence)
+		}
 	}()
 	tick := time.NewTicker(e.opts.RetryPeriod)
 	defer tick.Stop()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/lease"
@@ -18,11 +19,13 @@ import (
 
 // hangingTransport passes requests through until hang is set; then every
 // new request hangs until its context ends, as a partitioned network does.
-// It counts the requests the server answered.
+// With slowWrites set, the answers to writes reach the client that much
+// later (the server has written already). It counts the requests the server answered.
 type hangingTransport struct {
-	base     http.RoundTripper
-	hang     atomic.Bool
-	answered atomic.Int64
+	base       http.RoundTripper
+	hang       atomic.Bool
+	slowWrites atomic.Int64 // nanoseconds
+	answered   atomic.Int64
 }
 
 func (h *hangingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -30,6 +33,14 @@ func (h *hangingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp, err := h.base.RoundTrip(r)
 		if err == nil {
 			h.answered.Add(1)
+		}
+		if d := time.Duration(h.slowWrites.Load()); d > 0 && err == nil && r.Method != http.MethodGet {
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+				resp.Body.Close()
+				return nil, r.Context().Err()
+			}
 		}
 		return resp, err
 	}
@@ -146,7 +157,7 @@ func run(t *testing.T, s *servertest.Server, opts lease.Options, who string, lea
 	opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})).With("who", who)
 	ctx, cancel := context.WithCancel(context.Background())
 	cand := &candidate{identity: opts.Identity, net: tr, cancel: cancel, done: make(chan error, 1)}
-	go func() { cand.done <- lease.Run(ctx, c, opts, lead) }()
+	go func() { cand.done <- lease.Run(ctx, c, opts, func(ctx context.Context, _ api.Fence) { lead(ctx) }) }()
 	t.Cleanup(func() {
 		if err := cand.stop(t); err != nil {
 			t.Errorf("%s: Run: %v", who, err)
@@ -180,8 +191,8 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // awaitRequests waits until the server has answered n more of c's
 // requests than when it was called. A candidate that is not leading sends
-// one request per RetryPeriod, so n requests prove it looked at the Lease
-// n times over at least n-1 retry periods.
+// at most one request per half RetryPeriod, so n requests prove it looked
+// at the Lease n times over at least n-1 half retry periods.
 func (c *candidate) awaitRequests(t *testing.T, n int64, what string) {
 	t.Helper()
 	want := c.net.answered.Load() + n
@@ -189,5 +200,5 @@ func (c *candidate) awaitRequests(t *testing.T, n int64, what string) {
 }
 
 // looks is how many requests a candidate that is not leading sends over at
-// least d: one per RetryPeriod.
-func looks(opts lease.Options, d time.Duration) int64 { return int64(d/opts.RetryPeriod) + 1 }
+// least d: one per half RetryPeriod.
+func looks(opts lease.Options, d time.Duration) int64 { return int64(2*d/opts.RetryPeriod) + 1 }

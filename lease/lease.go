@@ -27,6 +27,16 @@
 //   - A holder whose lead function has returned releases the Lease (a
 //     compare-and-swap clearing holderIdentity), and any candidate acquires a
 //     released Lease at once.
+//   - A candidate leads only with time left: an acquisition that the store
+//     confirmed too late (less than a RetryPeriod of RenewDeadline left) is
+//     first confirmed by a renewal, and lead is never called past the
+//     deadline.
+//   - The clocks bound when a leader acts; fencing makes its writes safe
+//     regardless. Each term has an api.Fence (the Lease's uid, holder and
+//     transitions): writes that carry it commit only if the Lease is still
+//     in that term in the same transaction, so a leader that lost the Lease
+//     while it believed it held it (a paused process, a slow clock) has its
+//     writes refused instead of racing the new leader's.
 //
 // These rules assume only that the candidates' clocks run at about the same
 // rate, not that they show the same time. A Lease deleted by hand is
@@ -73,8 +83,9 @@ type Options struct {
 	// confirmed renewal. It must be less than Duration. Default 2/3 of
 	// Duration.
 	RenewDeadline time.Duration
-	// RetryPeriod is how often the holder renews and a candidate looks at
-	// the Lease. It must be less than RenewDeadline. Default Duration/5.
+	// RetryPeriod is how often the holder renews; a candidate looks at
+	// the Lease twice as often. It must be less than RenewDeadline.
+	// Default Duration/5.
 	RetryPeriod time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
@@ -119,8 +130,9 @@ func (o Options) withDefaults() (Options, error) {
 // Run campaigns for the Lease opts.Name until ctx is done. Each time this
 // candidate is elected it calls lead with a context that is cancelled when
 // leadership is lost (no renewal confirmed within RenewDeadline, or the
-// Lease taken or deleted by another) or ctx is done, and waits for lead to
-// return. Then it releases the Lease, so that another candidate takes over
+// Lease taken or deleted by another) or ctx is done, and with the term's
+// fence: writes that carry it (client.Fenced) commit only while this term
+// holds the Lease, whatever the clocks say. It waits for lead to return. Then it releases the Lease, so that another candidate takes over
 // at once, and campaigns again; after a lead that returned by itself (a
 // failing controller) it first waits two retry periods, so that the other
 // candidates get the Lease. lead must return promptly once its context is
@@ -129,7 +141,7 @@ func (o Options) withDefaults() (Options, error) {
 // Run blocks. It returns nil when ctx is done (after lead has returned and
 // the Lease has been released), or ErrInvalidOptions at once. Errors of
 // the API (an unreachable server, say) are logged and retried.
-func Run(ctx context.Context, c client.Interface, opts Options, lead func(ctx context.Context)) error {
+func Run(ctx context.Context, c client.Interface, opts Options, lead func(ctx context.Context, f api.Fence)) error {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return err

@@ -95,7 +95,7 @@ func TestRun_HungLeaderStopsBeforeAnotherTakesOver(t *testing.T) {
 	a := run(t, s, opts, "a", rec.lead("a", false))
 	testkit.Eventually(t, 10*time.Second, "a leads", func() bool { return rec.leader() == "a" })
 	b := run(t, s, opts, "b", rec.lead("b", false))
-	b.awaitRequests(t, 3, "b to see a renew") // over two retry periods, a's renewal period
+	b.awaitRequests(t, 5, "b to see a renew") // over two retry periods, a's renewal period
 
 	a.net.hang.Store(true) // a can no longer renew, nor release
 	testkit.Eventually(t, 20*time.Second, "b leads", func() bool { return rec.leader() == "b" })
@@ -182,7 +182,7 @@ func TestRun_RejectsUnsafeOptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := ok
 			tc.change(&opts)
-			err := lease.Run(context.Background(), c, opts, func(context.Context) { t.Error("lead called") })
+			err := lease.Run(context.Background(), c, opts, func(context.Context, api.Fence) { t.Error("lead called") })
 			if !errors.Is(err, lease.ErrInvalidOptions) {
 				t.Fatalf("Run = %v, want ErrInvalidOptions", err)
 			}

@@ -4,14 +4,25 @@
 // run them, the shared informers they read from, and the traces they
 // record.
 //
-// Controllers are built anew for every leadership term: when this process
-// is elected, the manager creates one informer factory for the term, calls
-// each controller's Setup (which registers its handlers and indexes on the
-// shared informers and adds its runnables), starts the informers, then runs
-// every runnable. The term ends when leadership is lost, when the process
-// stops, or when any runnable fails: a controller that fails ends the
-// leader's term (the lease is released, so another process takes over)
-// instead of being logged and forgotten.
+// Warm standby: the shared informers start when the process starts, not
+// when it is elected, and stay current whether or not it leads, together
+// with the warm parts of the controllers that have one (Controller.Standby:
+// the garbage collector's dependency graph). Only the acting part of each
+// controller — its workers, which reconcile and write — runs per term:
+// when this process is elected, the manager calls each controller's Setup
+// with a Term whose informers are a view of the process's (handlers
+// registered on it are replayed the whole cache, so the work queues fill
+// from the current state, and are removed when the term ends), then runs
+// every runnable. A new leader thus acts within moments of its election,
+// however many objects there are.
+//
+// Fenced leadership: a term's client (Term.Client) fences every write with
+// the term's api.Fence, so a write commits only if the Lease is still in
+// this term in the same store transaction. The term ends when leadership
+// is lost (the lease layer cancels it before the Lease can expire in the
+// others' eyes), when the process stops, when any runnable fails (the
+// lease is released, so another process takes over) or, at once, when a
+// write is refused because the fence no longer holds.
 package manager
 
 import (
@@ -19,12 +30,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/informer"
@@ -57,15 +70,30 @@ type Controller struct {
 	// t.Informers, registers handlers and indexes, and adds its runnables
 	// with t.Add. It must not block. An error ends the term.
 	Setup func(t *Term) error
+	// Standby, when set, builds a controller with a warm part that lives
+	// as long as the process: it is called once, when Run starts and
+	// before the process campaigns, registers what must stay current while
+	// the process waits (handlers on p.Informers, runnables added with
+	// p.Add, which run from then on whether or not the process leads) and
+	// returns the setup of each term, used instead of Setup. It must not
+	// block. An error ends Run.
+	Standby func(p *Process) (setup func(t *Term) error, err error)
 }
 
 // Term is what a controller's Setup gets: the pieces shared by every
 // controller during one leadership term.
 type Term struct {
-	// Client is the API client every controller acts through.
+	// Client is the API client every controller acts through. With leader
+	// election it fences every write with the term's Fence: a write made
+	// after the term has lost the Lease fails with a NotLeader Conflict
+	// (api.IsNotLeader), and the term ends at once.
 	Client client.Interface
-	// Informers is the term's shared informer factory: one informer per
-	// kind, shared by every controller.
+	// Fence is the term's fence; zero without leader election.
+	Fence api.Fence
+	// Informers is a view of the process's shared informer factory (one
+	// informer per kind, started with the process and current already):
+	// handlers registered through it get the whole cache replayed and are
+	// removed when the term ends.
 	Informers *informer.Factory
 	// Logger is the process's logger.
 	Logger *slog.Logger
@@ -86,21 +114,49 @@ type Term struct {
 	APIServer string
 	APICAFile string
 
-	mu        sync.Mutex
-	runnables []named
+	runnables
+}
+
+// Process is what a controller's Standby gets: the pieces that live as
+// long as the process, whether or not it leads.
+type Process struct {
+	// Client reads the API. It refuses every write (Forbidden): a warm
+	// part only watches; writes are a term's, through Term.Client.
+	Client client.Interface
+	// Informers is the process's shared informer factory; handlers
+	// registered on it live as long as the process.
+	Informers *informer.Factory
+	// Logger, Metrics and Traces are the process's, as in Term.
+	Logger  *slog.Logger
+	Metrics prometheus.Registerer
+	Traces  *trace.Store
+
+	runnables
+}
+
+// runnables collects named Runnables; safe for concurrent use.
+type runnables struct {
+	mu   sync.Mutex
+	list []named
+}
+
+// Add registers r, under name (for logs), to run for the term (on a Term)
+// or for the process's lifetime (on a Process). It never blocks.
+func (rs *runnables) Add(name string, r Runnable) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.list = append(rs.list, named{name, r})
+}
+
+func (rs *runnables) all() []named {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return slices.Clone(rs.list)
 }
 
 type named struct {
 	name string
 	r    Runnable
-}
-
-// Add registers r, under name (for logs), to run for the term. It never
-// blocks.
-func (t *Term) Add(name string, r Runnable) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.runnables = append(t.runnables, named{name, r})
 }
 
 // Options configures a Manager.
@@ -173,7 +229,7 @@ func New(opts Options) (*Manager, error) {
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "cairn_leader",
 		Help: "1 while this process leads the controllers."})
 	m.terms = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cairn_manager_terms_total",
-		Help: "Leadership terms that ended: stopped (lease lost or shutdown) or failed (a controller failed)."}, []string{"result"})
+		Help: "Leadership terms that ended: stopped (lease lost or shutdown), failed (a controller failed) or fenced (a write was refused: the Lease was lost)."}, []string{"result"})
 	if opts.Metrics != nil {
 		var err error
 		m.leader = controller.RegisterOrReuse(opts.Metrics, m.leader, &err)
@@ -193,43 +249,114 @@ func (m *Manager) Leading() bool { return m.leading.Load() }
 // controllers.
 func (m *Manager) Traces() *trace.Store { return m.opts.Traces }
 
-// Run campaigns (with LeaderElection) or runs at once, and runs a term of
-// the controllers each time this process leads, until ctx is done. It
-// blocks; it returns nil when ctx is done and every controller of the
-// current term has stopped. A Manager runs once: a second Run returns an
-// error at once.
+// Run starts the process's shared informers and the warm parts of the
+// controllers (Controller.Standby), then campaigns (with LeaderElection) or
+// runs at once, and runs a term of the controllers each time this process
+// leads, until ctx is done. It blocks; it returns nil when ctx is done and
+// every controller has stopped. It returns an error when a Standby fails,
+// or a warm part's runnable fails (the process cannot take over without
+// it). A Manager runs once: a second Run returns an error at once.
 func (m *Manager) Run(ctx context.Context) error {
 	if !m.started.CompareAndSwap(false, true) {
 		return errors.New("manager: Run called twice")
 	}
-	if m.opts.LeaderElection {
-		return lease.Run(ctx, m.opts.Client, lease.Options{
-			Name: LeaseName, Identity: m.opts.Identity, Duration: m.opts.LeaseDuration, Logger: m.opts.Logger,
-		}, func(ctx context.Context) { m.term(ctx) })
+	factory := informer.NewFactory(m.opts.Client, informer.Options{Logger: m.opts.Logger})
+	defer factory.Shutdown() // last: after every runnable has stopped
+	p := &Process{Client: readOnly{m.opts.Client}, Informers: factory, Logger: m.opts.Logger,
+		Metrics: m.metrics(), Traces: m.opts.Traces}
+	setups := make([]func(*Term) error, len(m.opts.Controllers))
+	for i, c := range m.opts.Controllers {
+		setups[i] = c.Setup
+		if c.Standby == nil {
+			continue
+		}
+		setup, err := c.Standby(p)
+		if err != nil {
+			return fmt.Errorf("manager: set up the standby part of controller %s: %w", c.Name, err)
+		}
+		setups[i] = setup
 	}
-	for ctx.Err() == nil {
-		if err := m.term(ctx); err != nil && ctx.Err() == nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(m.opts.RestartBackoff):
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait() // the standby parts stop before the informers
+	}()
+	factory.Start(ctx)
+	var failed atomic.Pointer[error] // the first standby part that failed
+	for _, n := range p.all() {
+		wg.Go(func() {
+			err := n.r.Start(ctx)
+			if err == nil && ctx.Err() == nil {
+				err = errors.New("stopped by itself")
+			}
+			if err != nil && ctx.Err() == nil {
+				err = fmt.Errorf("manager: standby part %s: %w", n.name, err)
+				if failed.CompareAndSwap(nil, &err) {
+					cancel()
+				}
+			}
+		})
+	}
+	pr := &process{factory: factory, setups: setups}
+	if m.opts.LeaderElection {
+		err := lease.Run(ctx, m.opts.Client, lease.Options{
+			Name: LeaseName, Identity: m.opts.Identity, Duration: m.opts.LeaseDuration, Logger: m.opts.Logger,
+		}, func(ctx context.Context, f api.Fence) { _ = m.term(ctx, pr, &f) })
+		if err != nil {
+			return err
+		}
+	} else {
+		for ctx.Err() == nil {
+			if err := m.term(ctx, pr, nil); err != nil && ctx.Err() == nil {
+				select {
+				case <-ctx.Done():
+				case <-time.After(m.opts.RestartBackoff):
+				}
 			}
 		}
+	}
+	if err := failed.Load(); err != nil {
+		return *err
 	}
 	return nil
 }
 
-// term runs the controllers until ctx is done or one of them fails, and
-// returns the failure.
-func (m *Manager) term(ctx context.Context) (err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// process is what every term of one Run shares.
+type process struct {
+	factory *informer.Factory
+	setups  []func(*Term) error
+}
+
+// metrics is where controllers register: Options.Metrics, or a registry
+// that is discarded.
+func (m *Manager) metrics() prometheus.Registerer {
+	if m.opts.Metrics != nil {
+		return m.opts.Metrics
+	}
+	return prometheus.NewRegistry() // discarded: controllers may register freely
+}
+
+// errFenced ends a term whose write was refused: the fence no longer holds.
+var errFenced = errors.New("manager: a write was refused because this process no longer holds the Lease")
+
+// term runs the controllers until ctx is done, one of them fails (it
+// returns the failure), or a write is refused by the fence (it returns
+// errFenced). fence is nil without leader election.
+func (m *Manager) term(ctx context.Context, p *process, fence *api.Fence) (err error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	m.leading.Store(true)
 	m.leader.Set(1)
 	defer func() {
 		m.leading.Store(false)
 		m.leader.Set(0)
 		result := "stopped"
-		if err != nil {
+		switch {
+		case errors.Is(err, errFenced):
+			result = "fenced"
+			m.log.Warn("stepping down: "+err.Error(), "err", context.Cause(ctx))
+		case err != nil:
 			result = "failed"
 			m.log.Error("a controller failed: ending the term so that another process can take over", "err", err)
 		}
@@ -237,30 +364,28 @@ func (m *Manager) term(ctx context.Context) (err error) {
 	}()
 	t := &Term{
 		Client:    m.opts.Client,
-		Informers: informer.NewFactory(m.opts.Client, informer.Options{Logger: m.opts.Logger}),
+		Informers: p.factory.Scope(),
 		Logger:    m.opts.Logger,
-		Metrics:   m.opts.Metrics,
+		Metrics:   m.metrics(),
 		Traces:    m.opts.Traces,
 		Runtime:   m.opts.Runtime,
 		APIServer: m.opts.APIServer,
 		APICAFile: m.opts.APICAFile,
 	}
-	if t.Metrics == nil {
-		t.Metrics = prometheus.NewRegistry() // discarded: controllers may register freely
+	if fence != nil {
+		t.Fence = *fence
+		t.Client = client.Fenced(m.opts.Client, *fence, func(err error) { cancel(fmt.Errorf("%w: %w", errFenced, err)) })
 	}
 	defer t.Informers.Shutdown() // last: after the runnables have stopped
 	var wg sync.WaitGroup
 	defer wg.Wait() // the runnables stop before the term ends
-	defer cancel()
-	for _, c := range m.opts.Controllers {
-		if err := c.Setup(t); err != nil {
-			return fmt.Errorf("manager: set up controller %s: %w", c.Name, err)
+	defer cancel(nil)
+	for i, setup := range p.setups {
+		if err := setup(t); err != nil {
+			return fmt.Errorf("manager: set up controller %s: %w", m.opts.Controllers[i].Name, err)
 		}
 	}
-	t.Informers.Start(ctx)
-	t.mu.Lock()
-	runnables := t.runnables
-	t.mu.Unlock()
+	runnables := t.all()
 	errc := make(chan error, len(runnables))
 	for _, n := range runnables {
 		wg.Go(func() {
@@ -276,6 +401,9 @@ func (m *Manager) term(ctx context.Context) (err error) {
 	m.log.Info("controllers started", "controllers", len(m.opts.Controllers), "runnables", len(runnables))
 	select {
 	case <-ctx.Done():
+		if cause := context.Cause(ctx); errors.Is(cause, errFenced) {
+			return errFenced
+		}
 		return nil
 	case err := <-errc:
 		return err

@@ -41,6 +41,7 @@ var apiDocs = &docgen.Docs{
 		"ExecutionSpec":            "ExecutionSpec lists the deploy items.",
 		"ExecutionStatus":          "ExecutionStatus is what the execution controller observed.",
 		"FailedReconcile":          "FailedReconcile configures retries of a failed installation.",
+		"Fence":                    "Fence conditions a write on a leadership term: the write commits only if, in the same store transaction, the Lease named Lease (with uid UID: a deleted and re-created Lease is another) is still held by Holder in the term that began when Holder acquired it with leaseTransitions Term. A controller manager fences every write its controllers make while it leads, so that the writes of a leader that lost its Lease fail (a NotLeader Conflict, see NewNotLeader) instead of racing the new leader's. A fence only restricts the writes that carry it.",
 		"ImportGeneration":         "ImportGeneration records what an import was when last used: where it came from and an opaque generation (an exporter's configGeneration, an object's generation, or a hash of a value). Never the value itself.",
 		"Installation":             "Installation applies a blueprint to its imports.",
 		"InstallationExports":      "InstallationExports names where a blueprint's exports are published.",

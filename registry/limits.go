@@ -61,7 +61,8 @@ func defaultLimit(v, def int64) int64 {
 // commitWithinLimits commits conds and ops, the transaction of plans, if
 // the namespaces they grow stay within their limits (else Forbidden,
 // writing nothing), and counts what they wrote. Its errors are the store's
-// and that Forbidden.
+// and that Forbidden; a write fenced by ctx (api.WithFence) commits only
+// while its fence holds (see txn).
 func (r *Registry) commitWithinLimits(ctx context.Context, plans []*plan, conds []store.Cond, ops []store.Op, dry bool) (int64, error) {
 	res, err := r.usage.Reserve(changesOf(plans))
 	if err != nil {
@@ -69,9 +70,9 @@ func (r *Registry) commitWithinLimits(ctx context.Context, plans []*plan, conds 
 	}
 	if dry {
 		defer res.Cancel()
-		return r.store.Txn(ctx, conds)
+		return r.txn(ctx, conds)
 	}
-	rev, err := r.store.Txn(ctx, conds, ops...)
+	rev, err := r.txn(ctx, conds, ops...)
 	if err != nil {
 		res.Cancel()
 		return 0, err

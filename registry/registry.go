@@ -112,6 +112,8 @@ type Registry struct {
 	// schemas are the OpenAPI documents and the field managers of
 	// server-side apply, built on first use (managedfields.go).
 	schemas schemas
+	// fences remembers the Leases that fenced writes checked (fence.go).
+	fences fenceCache
 }
 
 // New builds a registry over s.

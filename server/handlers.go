@@ -36,6 +36,9 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if r, ok = s.fenced(w, r); !ok {
+		return
+	}
 	if rerr != nil {
 		s.writeError(w, r, rerr)
 		return

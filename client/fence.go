@@ -1,0 +1,141 @@
+package client
+
+import (
+	"context"
+	"io"
+	"sync"
+
+	"cairn.dev/cairn/api"
+)
+
+// Fenced returns c with every write fenced by f: Create, Update,
+// UpdateStatus, Patch, Delete, Action and ActionStream carry f in their
+// context (api.WithFence), which the in-process client hands to the
+// registry and the HTTP client sends as the Cairn-Fence header, so that
+// they commit only while f's leadership term holds, checked in the same
+// store transaction as the write. Reads, watches and discovery go through
+// unchanged.
+//
+// The first write refused because the fence no longer holds
+// (api.IsNotLeader) calls lost, once, with that error; from then on every
+// write fails at once with the same error, without reaching the server.
+// lost must not block; nil means no callback.
+func Fenced(c Interface, f api.Fence, lost func(err error)) Interface {
+	return &fenced{c: c, f: f, lost: lost}
+}
+
+// fenced is the Interface of Fenced. It embeds nothing, so that a method
+// added to Interface must be added here too, fenced if it writes.
+type fenced struct {
+	c    Interface
+	f    api.Fence
+	lost func(error)
+
+	mu  sync.Mutex
+	err error // the NotLeader error, once a write got it
+}
+
+// begin returns ctx carrying the fence, or the error of a fence that has
+// failed already.
+func (c *fenced) begin(ctx context.Context) (context.Context, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return nil, c.err
+	}
+	return api.WithFence(ctx, c.f), nil
+}
+
+// end passes err on, noting a failed fence.
+func (c *fenced) end(err error) error {
+	if err == nil || !api.IsNotLeader(err) {
+		return err
+	}
+	c.mu.Lock()
+	first := c.err == nil
+	if first {
+		c.err = err
+	}
+	c.mu.Unlock()
+	if first && c.lost != nil {
+		c.lost(err)
+	}
+	return err
+}
+
+func (c *fenced) Create(ctx context.Context, obj *api.Object) (*api.Object, error) {
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.c.Create(ctx, obj)
+	return out, c.end(err)
+}
+
+func (c *fenced) Update(ctx context.Context, obj *api.Object) (*api.Object, error) {
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.c.Update(ctx, obj)
+	return out, c.end(err)
+}
+
+func (c *fenced) UpdateStatus(ctx context.Context, obj *api.Object) (*api.Object, error) {
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.c.UpdateStatus(ctx, obj)
+	return out, c.end(err)
+}
+
+func (c *fenced) Patch(ctx context.Context, kind, ns, name string, patch []byte, status bool) (*api.Object, error) {
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.c.Patch(ctx, kind, ns, name, patch, status)
+	return out, c.end(err)
+}
+
+func (c *fenced) Delete(ctx context.Context, kind, ns, name string, opts api.DeleteOptions) (*api.Object, bool, error) {
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	out, gone, err := c.c.Delete(ctx, kind, ns, name, opts)
+	return out, gone, c.end(err)
+}
+
+func (c *fenced) Action(ctx context.Context, req ActionRequest) ([]byte, error) {
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.c.Action(ctx, req)
+	return out, c.end(err)
+}
+
+func (c *fenced) ActionStream(ctx context.Context, req ActionRequest) (io.ReadCloser, error) {
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.c.ActionStream(ctx, req)
+	return out, c.end(err)
+}
+
+func (c *fenced) Get(ctx context.Context, kind, ns, name string) (*api.Object, error) {
+	return c.c.Get(ctx, kind, ns, name)
+}
+
+func (c *fenced) List(ctx context.Context, kind, ns string, opts api.ListOptions) (*api.List, error) {
+	return c.c.List(ctx, kind, ns, opts)
+}
+
+func (c *fenced) Watch(ctx context.Context, kind, ns string, opts api.ListOptions) (api.Watcher, error) {
+	return c.c.Watch(ctx, kind, ns, opts)
+}
+
+func (c *fenced) Kinds(ctx context.Context) ([]api.KindInfo, error) { return c.c.Kinds(ctx) }
