@@ -60,3 +60,50 @@ func TestUpdateStatuses_InProcessInOneTransactionOverHTTPOneByOneWithTheSameOutc
 		})
 	}
 }
+
+func TestUpdateStatuses_FencedClientBatchesAndIsRefusedOutOfItsTerm(t *testing.T) {
+	srv, _ := start(t)
+	ctx := testkit.Context(t)
+	inProcess := local.New(srv.Registry, identity.System())
+	lease, err := inProcess.Create(ctx, testkit.Object(api.KindLease, "", "controllers",
+		testkit.Spec(`{"holderIdentity":"a","leaseDurationSeconds":5,"leaseTransitions":1}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost []error
+	fenced := client.Fenced(inProcess, api.Fence{Lease: "controllers", UID: lease.UID, Holder: "a", Term: 1},
+		func(err error) { lost = append(lost, err) })
+	if _, ok := fenced.(client.StatusBatcher); !ok {
+		t.Fatal("a fenced in-process client does not batch")
+	}
+	var objs []*api.Object
+	for i := range 2 {
+		o, err := inProcess.Create(ctx, testkit.Object(api.KindCleaner, "default", fmt.Sprintf("fenced-%d", i),
+			testkit.Spec(`{"ttl":"1h","targets":[{"name":"s","reference":{"kind":"Secret","name":"s"}}],"conditions":["s == null"]}`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.SetField(api.FieldStatus, json.RawMessage(`{"phase":"Waiting"}`))
+		objs = append(objs, o)
+	}
+	for i, r := range client.UpdateStatuses(ctx, fenced, objs) {
+		if r.Err != nil {
+			t.Fatalf("in the term, write %d: %v", i, r.Err)
+		}
+		objs[i] = r.Object
+	}
+	// Another holder takes the lease: every write of the batch is refused
+	// and the fence reports it lost, once.
+	lease.SetField(api.FieldSpec, json.RawMessage(`{"holderIdentity":"b","leaseDurationSeconds":5,"leaseTransitions":2}`))
+	if _, err := inProcess.Update(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range client.UpdateStatuses(ctx, fenced, objs) {
+		if !api.IsNotLeader(r.Err) {
+			t.Fatalf("out of the term, write %d: %v, want NotLeader", i, r.Err)
+		}
+	}
+	if len(lost) != 1 {
+		t.Fatalf("lost reported %d times, want once", len(lost))
+	}
+}

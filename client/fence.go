@@ -139,3 +139,22 @@ func (c *fenced) Watch(ctx context.Context, kind, ns string, opts api.ListOption
 }
 
 func (c *fenced) Kinds(ctx context.Context) ([]api.KindInfo, error) { return c.c.Kinds(ctx) }
+
+// UpdateStatuses implements StatusBatcher: the writes are fenced and, when
+// the client under the fence batches, committed as it commits them (one
+// store transaction per 64).
+func (c *fenced) UpdateStatuses(ctx context.Context, objs []*api.Object) []StatusResult {
+	out := make([]StatusResult, len(objs))
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	out = UpdateStatuses(ctx, c.c, objs)
+	for i := range out {
+		out[i].Err = c.end(out[i].Err)
+	}
+	return out
+}
