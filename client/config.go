@@ -54,9 +54,10 @@ type Config struct {
 	HTTPClient *http.Client `json:"-"`
 }
 
-// TLSConfig is the client TLS configuration of cfg: trusting the CA of
-// CertificateAuthorityData (or CAFile), else the system's roots (nil).
-// Errors: an unreadable CAFile, or CA data holding no PEM certificate.
+// TLSConfig is the client TLS configuration of cfg: trusting the system's
+// roots and the CA of CertificateAuthorityData (or CAFile); nil (the
+// system's roots) when cfg names no CA. Errors: an unreadable CAFile, or CA
+// data holding no PEM certificate.
 func (cfg Config) TLSConfig() (*tls.Config, error) {
 	data := []byte(cfg.CertificateAuthorityData)
 	if len(data) == 0 && cfg.CAFile != "" {
@@ -68,7 +69,10 @@ func (cfg Config) TLSConfig() (*tls.Config, error) {
 	if len(data) == 0 {
 		return nil, nil
 	}
-	pool := x509.NewCertPool()
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
 	if !pool.AppendCertsFromPEM(data) {
 		return nil, fmt.Errorf("client: the CA data holds no PEM certificate")
 	}
@@ -123,9 +127,10 @@ func WriteConfig(path string, cfg Config) error {
 
 // ResolveConfig builds the config the CLI uses, taking each setting from the
 // first source that has it: the flags (flagServer, flagToken; "" means
-// unset), then CAIRN_SERVER / CAIRN_TOKEN, then the config file at path
-// (DefaultConfigPath when path is ""). The server defaults to DefaultServer;
-// the token has no default. TokenSource records where the token came from.
+// unset), then CAIRN_SERVER / CAIRN_TOKEN / CAIRN_CA_FILE, then the config
+// file at path (DefaultConfigPath when path is ""). The server defaults to
+// DefaultServer; the token has no default; the CA is trusted besides the
+// system's roots. TokenSource records where the token came from.
 //
 // A missing config file is not an error; a file that does not parse is.
 func ResolveConfig(flagServer, flagToken, path string) (Config, error) {
@@ -147,11 +152,12 @@ func ResolveConfig(flagServer, flagToken, path string) (Config, error) {
 	default:
 		cfg.Server = DefaultServer
 	}
-	switch {
-	case os.Getenv(EnvCAFile) != "":
-		cfg.CAFile = os.Getenv(EnvCAFile)
-	case flagServer == "" && os.Getenv(EnvServer) == "" || cfg.Server == file.Server:
-		// The file's CA goes with the file's server.
+	// The file's CA is trusted besides the system's roots, also for a
+	// server named otherwise: the servers of one store share their CA, and
+	// trusting one CA more lets no other server pass.
+	if ca := os.Getenv(EnvCAFile); ca != "" {
+		cfg.CAFile = ca
+	} else {
 		cfg.CertificateAuthorityData, cfg.CAFile = file.CertificateAuthorityData, file.CAFile
 	}
 	switch {
