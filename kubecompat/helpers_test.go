@@ -122,41 +122,51 @@ type exit struct {
 	code int
 }
 
-// kubectl runs kubectl's command code in-process against the cluster, with
-// stdin in, and returns what it printed and its exit code. kubectl keeps
+// kubectl runs kubectl's command code in-process against the cluster
+// (with no standard input: `-f -` reads the process's) and returns what it printed and its exit code. kubectl keeps
 // process-wide state (its fatal error handler, the default warning
-// handler): tests that use it must not run in parallel. Several commands
-// may run at once within one test (a `get -w` beside the writes it sees).
-func (c *cluster) kubectl(t *testing.T, in string, args ...string) result {
+// handler): tests that use it must not run in parallel.
+func (c *cluster) kubectl(t *testing.T, args ...string) result {
+	t.Helper()
+	_, done := c.start(t, args...)
+	return <-done
+}
+
+// start runs kubectl as kubectl does, in the background: out is what it
+// has printed so far, done yields its result when it ends. Several
+// commands may run at once within one test (a `get -w` beside the writes
+// it sees).
+func (c *cluster) start(t *testing.T, args ...string) (out *syncBuffer, done <-chan result) {
 	t.Helper()
 	c.interceptFatal(t)
-	var out, errOut syncBuffer
+	out = new(syncBuffer)
+	var errOut syncBuffer
 	args = append([]string{"--kubeconfig=" + c.kubeconfig(t), "--cache-dir=" + filepath.Join(c.dir, "cache")}, args...)
 	cmd := kubectlcmd.NewDefaultKubectlCommandWithArgs(kubectlcmd.KubectlOptions{
 		Arguments: append([]string{"kubectl"}, args...),
-		IOStreams: genericiooptions.IOStreams{In: strings.NewReader(in), Out: &out, ErrOut: &errOut},
+		IOStreams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &errOut},
 	})
 	cmd.SetArgs(args)
-	code := 0
-	func() {
+	ch := make(chan result, 1)
+	go func() {
+		code := 0
 		defer func() {
-			r := recover()
-			if r == nil {
-				return
+			if r := recover(); r != nil {
+				x, ok := r.(exit)
+				if !ok {
+					panic(r)
+				}
+				code = x.code
+				errOut.WriteString(x.msg)
 			}
-			x, ok := r.(exit)
-			if !ok {
-				panic(r)
-			}
-			code = x.code
-			errOut.WriteString(x.msg)
+			ch <- result{out: out.String(), err: errOut.String(), code: code}
 		}()
 		if err := cmd.Execute(); err != nil {
 			code = 1
 			errOut.WriteString(err.Error())
 		}
 	}()
-	return result{out: out.String(), err: errOut.String(), code: code}
+	return out, ch
 }
 
 // interceptFatal makes kubectl's fatal errors panic (c.kubectl recovers
@@ -172,9 +182,9 @@ func (c *cluster) interceptFatal(t *testing.T) {
 }
 
 // must runs kubectl and fails the test unless it exits 0.
-func (c *cluster) must(t *testing.T, in string, args ...string) string {
+func (c *cluster) must(t *testing.T, args ...string) string {
 	t.Helper()
-	r := c.kubectl(t, in, args...)
+	r := c.kubectl(t, args...)
 	if r.code != 0 {
 		t.Fatalf("kubectl %s: %s", strings.Join(args, " "), r)
 	}
@@ -223,6 +233,22 @@ func eventually(t *testing.T, timeout time.Duration, cond func() string) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// file writes content to a new file of the test and returns its path.
+func file(t *testing.T, content string) string {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "*.yaml")
+	if err == nil {
+		_, err = f.WriteString(content)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.Name()
 }
 
 // examplePath is a file of the repository's examples/.
