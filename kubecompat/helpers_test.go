@@ -66,9 +66,11 @@ func startDaemon(t *testing.T) *cluster {
 	return &cluster{url: d.URL(), ca: d.CA(), token: d.Token(), dir: t.TempDir()}
 }
 
-// config is client-go's config for the cluster, as a kubeconfig gives it.
+// config is client-go's config for the cluster, as a kubeconfig gives it
+// (with client-side rate limits for tests, not users: 5 requests a
+// second would only slow them).
 func (c *cluster) config() *rest.Config {
-	return &rest.Config{Host: c.url, BearerToken: c.token, TLSClientConfig: rest.TLSClientConfig{CAData: c.ca}}
+	return &rest.Config{Host: c.url, BearerToken: c.token, TLSClientConfig: rest.TLSClientConfig{CAData: c.ca}, QPS: 1000, Burst: 1000}
 }
 
 // dynamic returns a dynamic client of the cluster.
