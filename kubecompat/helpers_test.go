@@ -43,6 +43,8 @@ type cluster struct {
 	ca    []byte
 	token string
 	dir   string // kubeconfig and kubectl's caches
+	// srv is the test API server (nil for a daemon).
+	srv *servertest.Server
 
 	fatalOnce sync.Once // kubectl's fatal handler, set for the test
 }
@@ -51,7 +53,7 @@ type cluster struct {
 func startServer(t *testing.T) *cluster {
 	t.Helper()
 	s := servertest.Start(t)
-	return &cluster{url: s.URL, ca: s.CA, token: s.Token, dir: t.TempDir()}
+	return &cluster{url: s.URL, ca: s.CA, token: s.Token, dir: t.TempDir(), srv: s}
 }
 
 // startDaemon starts a whole cairn server running the garbage collector,
