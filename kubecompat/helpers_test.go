@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
@@ -47,6 +48,10 @@ type cluster struct {
 	srv *servertest.Server
 
 	fatalOnce sync.Once // kubectl's fatal handler, set for the test
+	// kubectlMu orders the commands' use of kubectl's package variables
+	// (its profiling flags, written as a command is built and read as it
+	// starts) when several run at once.
+	kubectlMu sync.Mutex
 }
 
 // startServer starts a test API server (no controllers).
@@ -146,10 +151,18 @@ func (c *cluster) start(t *testing.T, args ...string) (out *syncBuffer, done <-c
 	out = new(syncBuffer)
 	var errOut syncBuffer
 	args = append([]string{"--kubeconfig=" + c.kubeconfig(t), "--cache-dir=" + filepath.Join(c.dir, "cache")}, args...)
+	c.kubectlMu.Lock()
 	cmd := kubectlcmd.NewDefaultKubectlCommandWithArgs(kubectlcmd.KubectlOptions{
 		Arguments: append([]string{"kubectl"}, args...),
 		IOStreams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &errOut},
 	})
+	c.kubectlMu.Unlock()
+	preRun := cmd.PersistentPreRunE
+	cmd.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		c.kubectlMu.Lock()
+		defer c.kubectlMu.Unlock()
+		return preRun(cmd, args)
+	}
 	cmd.SetArgs(args)
 	ch := make(chan result, 1)
 	go func() {
