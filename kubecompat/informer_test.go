@@ -120,7 +120,9 @@ func TestInformer_DefaultSettingsSeeAddsUpdatesAndDeletes(t *testing.T) {
 			}
 
 			// The informer started the way the feature says.
-			watch := func(r *http.Request) bool { return r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1" }
+			watch := func(r *http.Request) bool {
+				return r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1"
+			}
 			streamed := reqs.find(func(r *http.Request) bool {
 				return watch(r) && r.URL.Query().Get("sendInitialEvents") == "true"
 			})
