@@ -2,6 +2,7 @@ package kubecompat_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -25,13 +26,31 @@ import (
 // lists and watches, its client writes.
 
 // greeter keeps, for every DataObject, a Secret "<name>-greeting" that
-// the DataObject owns (a controller reference).
+// the DataObject owns (a controller reference). Its finalizer holds a
+// deleted DataObject until the greeting is gone.
 type greeter struct{ client.Client }
+
+const greeterFinalizer = "greeter.example.com/cleanup"
 
 func (g greeter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	owner := object("DataObject")
 	if err := g.Get(ctx, req.NamespacedName, owner); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if owner.GetDeletionTimestamp() != nil {
+		s := object2("Secret", client.ObjectKey{Namespace: req.Namespace, Name: req.Name + "-greeting"})
+		if err := g.Delete(ctx, s, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, err
+		}
+		if controllerutil.RemoveFinalizer(owner, greeterFinalizer) {
+			return reconcile.Result{}, g.Update(ctx, owner)
+		}
+		return reconcile.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(owner, greeterFinalizer) {
+		if err := g.Update(ctx, owner); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	s := object("Secret")
 	s.SetNamespace(req.Namespace)
@@ -106,6 +125,24 @@ func TestControllerRuntime_ManagerRunsAController(t *testing.T) {
 			return "the greeting was not put back"
 		}
 		return owned()
+	})
+
+	// Deleted, the DataObject waits for its finalizer: the controller
+	// deletes the greeting, then lets it go.
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(do), do); err != nil || !slices.Contains(do.GetFinalizers(), greeterFinalizer) {
+		t.Fatalf("the DataObject's finalizers: %v, %v", do.GetFinalizers(), err)
+	}
+	if err := cl.Delete(ctx, do, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() string {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(do), object("DataObject")); !apierrors.IsNotFound(err) {
+			return "the DataObject is still there"
+		}
+		if err := cl.Get(ctx, greeting, object("Secret")); !apierrors.IsNotFound(err) {
+			return "the greeting is still there"
+		}
+		return ""
 	})
 }
 
