@@ -105,6 +105,26 @@ func TestKubectl_ApplyExamplesThenGetShowsTheKindsColumns(t *testing.T) {
 	}
 }
 
+// TestKubectl_ApplyEveryExample applies the whole examples/ directory
+// (kubectl's validation, then the server's, for every kind in it), then
+// again: the second apply writes nothing.
+func TestKubectl_ApplyEveryExample(t *testing.T) {
+	c := startServer(t)
+	versions := func() string {
+		// The category "cairn" holds every kind.
+		return c.must(t, "get", "cairn", "-A", "-o", `jsonpath={range .items[*]}{.kind}/{.metadata.name}={.metadata.resourceVersion}{"\n"}{end}`)
+	}
+	out := c.must(t, "apply", "-R", "-f", filepath.Join("..", "examples"))
+	before := versions()
+	if n := strings.Count(out, " created\n"); n < 15 || n != strings.Count(before, "\n")-1 { // -1: namespace default
+		t.Errorf("apply created %d objects, the server has %d:\n%s\n%s", n, strings.Count(before, "\n"), out, before)
+	}
+	c.must(t, "apply", "-R", "-f", filepath.Join("..", "examples"))
+	if after := versions(); after != before {
+		t.Errorf("applying the examples again wrote:\n%s\nthen\n%s", before, after)
+	}
+}
+
 // secretYAML is a Secret in namespace demo with one value and labels.
 func secretYAML(name, value string, labels ...string) string {
 	y := "apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata:\n  name: " + name + "\n  namespace: demo\n"
