@@ -224,3 +224,36 @@ func TestControllerRuntime_DeletePropagationPolicy(t *testing.T) {
 		})
 	}
 }
+
+func TestControllerRuntime_DeleteAllOfDeletesTheSelection(t *testing.T) {
+	c := startServer(t)
+	ctx := context.Background()
+	namespace(t, c.dynamic(t), "demo")
+	namespace(t, c.dynamic(t), "other")
+	cl := crClient(t, c)
+	for _, s := range []*unstructured.Unstructured{
+		secret("demo", "a", map[string]string{"app": "web"}),
+		secret("demo", "b", map[string]string{"app": "db"}),
+		secret("other", "a", map[string]string{"app": "web"}),
+	} {
+		if err := cl.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := cl.DeleteAllOf(ctx, object("Secret"), client.InNamespace("demo"), client.MatchingLabels{"app": "web"},
+		client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := list("Secret")
+	if err := cl.List(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range l.Items {
+		got = append(got, o.GetNamespace()+"/"+o.GetName())
+	}
+	if !slices.Equal(got, []string{"demo/b", "other/a"}) {
+		t.Errorf("after DeleteAllOf app=web in demo: %v, want [demo/b other/a]", got)
+	}
+}

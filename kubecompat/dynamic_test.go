@@ -362,3 +362,44 @@ func TestDynamic_PropagationPolicySetsTheFinalizer(t *testing.T) {
 		})
 	}
 }
+
+// TestDynamic_DeleteCollectionDeletesTheSelection deletes by label and
+// field selectors, dry run first.
+func TestDynamic_DeleteCollectionDeletesTheSelection(t *testing.T) {
+	c := startServer(t)
+	ctx := context.Background()
+	dc := c.dynamic(t)
+	namespace(t, dc, "demo")
+	secrets := dc.Resource(gvr("secrets")).Namespace("demo")
+	for _, s := range []*unstructured.Unstructured{
+		secret("demo", "a", map[string]string{"app": "web"}),
+		secret("demo", "b", map[string]string{"app": "web"}),
+		secret("demo", "c", map[string]string{"app": "db"}),
+	} {
+		if _, err := secrets.Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remaining := func() []string {
+		l, err := secrets.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names(l)
+	}
+	background := ptr.To(metav1.DeletePropagationBackground)
+	if err := secrets.DeleteCollection(ctx, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}, PropagationPolicy: background},
+		metav1.ListOptions{LabelSelector: "app=web"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := remaining(); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("a dry-run DeleteCollection deleted: %v left", got)
+	}
+	if err := secrets.DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: background},
+		metav1.ListOptions{LabelSelector: "app=web", FieldSelector: "metadata.name!=b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := remaining(); !slices.Equal(got, []string{"b", "c"}) {
+		t.Errorf("after DeleteCollection of app=web but b: %v left, want [b c]", got)
+	}
+}
