@@ -62,15 +62,21 @@ func startServer(t *testing.T) *cluster {
 }
 
 // startDaemon starts a whole cairn server running the garbage collector,
-// for what needs controllers (propagation policies).
+// for what needs controllers (propagation policies). kubectl uses the
+// kubeconfig the server writes, as `cairn server` writes
+// ~/.cairn/kubeconfig.
 func startDaemon(t *testing.T) *cluster {
 	t.Helper()
 	gc, err := controllers.Select(controllers.List(controllers.Config{}), "gc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, _ := clitest.StartDaemon(t, daemon.Options{Controllers: gc, LeaderTTL: time.Second})
-	return &cluster{url: d.URL(), ca: d.CA(), token: d.Token(), dir: t.TempDir()}
+	dir := t.TempDir()
+	d, _ := clitest.StartDaemon(t, daemon.Options{Controllers: gc, LeaderTTL: time.Second, ClientConfigPath: filepath.Join(dir, "config")})
+	if _, err := os.Stat(filepath.Join(dir, daemon.KubeconfigName)); err != nil {
+		t.Fatalf("the server wrote no kubeconfig: %v", err)
+	}
+	return &cluster{url: d.URL(), ca: d.CA(), token: d.Token(), dir: dir}
 }
 
 // config is client-go's config for the cluster, as a kubeconfig gives it
@@ -90,12 +96,13 @@ func (c *cluster) dynamic(t *testing.T) *dynamic.DynamicClient {
 	return dc
 }
 
-// kubeconfig writes (once) and returns a kubeconfig for the cluster: the
+// kubeconfig returns the cluster's kubeconfig: the one the server wrote,
+// or else one written here (once) as `cairn server` writes it: the
 // server, its CA embedded and the admin token, context "cairn" with
-// namespace "default", as `cairn server` writes it.
+// namespace "default".
 func (c *cluster) kubeconfig(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(c.dir, "kubeconfig")
+	path := filepath.Join(c.dir, daemon.KubeconfigName)
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}
