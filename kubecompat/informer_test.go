@@ -190,4 +190,14 @@ func TestInformer_FilteredSeesOnlyItsSelection(t *testing.T) {
 	}
 	e.expect(t, "delete web-4")
 	e.none(t)
+
+	// By name: what kubectl wait and get NAME -w watch.
+	byName := make(events, 100)
+	startInformer(t, dynamicinformer.NewFilteredDynamicSharedInformerFactory(dc, 0, "demo", func(o *metav1.ListOptions) {
+		o.FieldSelector = "metadata.name=db-5"
+	}), "secrets", byName)
+	create("demo", "db-6", nil)
+	create("demo", "db-5", nil)
+	byName.expect(t, "add db-5")
+	byName.none(t)
 }

@@ -157,12 +157,11 @@ func TestKubectl_DeleteCascadeDecidesTheDependentsFate(t *testing.T) {
 					t.Errorf("the orphan %s was collected", dep)
 				}
 			default:
-				eventually(t, 20*time.Second, func() string {
-					if d := get(t, c, "secrets", "demo", dep); d != nil {
-						return dep + " is still there"
-					}
-					return ""
-				})
+				// The garbage collector deletes it after: kubectl waits.
+				c.must(t, "wait", "--for=delete", "secret/"+dep, "-n", "demo", "--timeout=20s")
+				if get(t, c, "secrets", "demo", dep) != nil {
+					t.Errorf("kubectl wait --for=delete returned with %s still there", dep)
+				}
 			}
 		})
 	}
