@@ -23,7 +23,7 @@ func TestKubectl_ReadmeTour(t *testing.T) {
 		t.Errorf("get -o wide:\n%s", out)
 	}
 	// The watch runs beside the next commands, as in a second terminal.
-	watched, watchDone := c.start(t, "get", "secrets", "-n", "demo", "-w", "--request-timeout=3s")
+	watched, watchDone := c.start(t, "get", "secrets", "-n", "demo", "-w", "--request-timeout=10s")
 	eventually(t, 5*time.Second, func() string {
 		if !row(watched.String(), "db-credentials", "Opaque", "2") {
 			return "get -w printed nothing yet"
@@ -43,6 +43,7 @@ func TestKubectl_ReadmeTour(t *testing.T) {
 	if s.GetLabels()["tier"] != "cache" || s.GetAnnotations()["owner"] != "me" {
 		t.Errorf("after label, patch and edit: labels %v, annotations %v", s.GetLabels(), s.GetAnnotations())
 	}
+	// The watch ends at its request timeout.
 	if w := <-watchDone; strings.Count(w.out, "db-credentials") != 4 {
 		t.Errorf("get -w, want the secret and its three changes:\n%s", w)
 	}

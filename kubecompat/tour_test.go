@@ -2,6 +2,7 @@ package kubecompat_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -146,15 +147,20 @@ func demoNamespace(t *testing.T, c *cluster) {
 func TestKubectl_GetWatchPrintsTheChangesOfWhatItWatches(t *testing.T) {
 	c := startServer(t)
 	demoNamespace(t, c)
-	all, allDone := c.start(t, "get", "secrets", "-n", "demo", "-w", "--output-watch-events", "--request-timeout=4s")
-	_, oneDone := c.start(t, "get", "secret", "db-credentials", "-n", "demo", "-w", "--output-watch-events", "--request-timeout=4s")
-	eventually(t, 3*time.Second, func() string {
+	all, allDone := c.start(t, "get", "secrets", "-n", "demo", "-w", "--output-watch-events", "--request-timeout=10s")
+	_, oneDone := c.start(t, "get", "secret", "db-credentials", "-n", "demo", "-w", "--output-watch-events", "--request-timeout=10s")
+	eventually(t, 10*time.Second, func() string {
 		if !row(all.String(), "ADDED", "db-credentials") {
 			return "get -w printed no initial row: " + all.String()
 		}
+		// A watch of one object starts at its current state: the
+		// changes below must come after.
+		if n := openWatches(t, c); n != 2 {
+			return fmt.Sprintf("%v watches open, want 2", n)
+		}
 		return ""
 	})
-	time.Sleep(200 * time.Millisecond) // the watches are open
+	time.Sleep(100 * time.Millisecond) // and have read the state they start from
 	c.must(t, "apply", "-f", file(t, secretYAML("other", "x")))
 	c.must(t, "label", "secret", "other", "-n", "demo", "stage=1")
 	c.must(t, "label", "secret", "db-credentials", "-n", "demo", "stage=1")
@@ -169,6 +175,24 @@ func TestKubectl_GetWatchPrintsTheChangesOfWhatItWatches(t *testing.T) {
 	if !row(ro.out, "MODIFIED", "db-credentials") || strings.Contains(ro.out, "other") {
 		t.Errorf("get secret db-credentials -w, want its change only:\n%s", ro.out)
 	}
+}
+
+// openWatches is the number of watches the test server has open.
+func openWatches(t *testing.T, c *cluster) float64 {
+	t.Helper()
+	families, err := c.srv.Metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0.0
+	for _, f := range families {
+		if f.GetName() == "cairn_watches" {
+			for _, m := range f.GetMetric() {
+				n += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return n
 }
 
 // leaseYAML is a Lease (cluster-scoped) held by holder.
