@@ -77,6 +77,9 @@ var allowed = map[string][]string{
 	"cli":   {"api", "client", "cli", "column", "controllers", "daemon", "deployitem", "manager", "runtime", "runtime/local", "trace", "internal/privfile"},
 	"cmd":   {"cli"},
 	"bench": {}, // benchmarks: tests only
+	// Kubernetes clients (kubectl, client-go, controller-runtime) driven
+	// against real servers: tests only.
+	"kubecompat": {},
 
 	// Test support (see testSupport).
 	"store/storetest":   {"store"},

@@ -70,6 +70,11 @@ type OwnerReference struct {
 	// owner holds finalizers besides cascade-deletion, the garbage collector
 	// leaves the dependent to it.
 	Controller bool `json:"controller,omitempty"`
+	// BlockOwnerDeletion is Kubernetes' request that a foreground deletion
+	// of the owner wait for this dependent (controller-runtime's
+	// SetControllerReference sets it). It is kept as written; cairn's
+	// foreground deletion waits for every dependent, whatever it says.
+	BlockOwnerDeletion bool `json:"blockOwnerDeletion,omitempty"`
 }
 
 // GetObjectMeta gives access to the metadata of any object embedding it.

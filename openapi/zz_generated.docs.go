@@ -178,6 +178,7 @@ var apiDocs = &docgen.Docs{
 		"ObjectMeta.ManagedFields":              "ManagedFields records which field manager set which fields, for server-side apply (as in Kubernetes). It is server-maintained: a write may clear it (an empty list) but not set entries of its own.",
 		"ObjectMeta.ResourceVersion":            "ResourceVersion is the etcd mod revision of the stored object, as a decimal string. It is opaque to clients.",
 		"ObjectMeta.UID":                        "UID is server-set at creation and never changes.",
+		"OwnerReference.BlockOwnerDeletion":     "BlockOwnerDeletion is Kubernetes' request that a foreground deletion of the owner wait for this dependent (controller-runtime's SetControllerReference sets it). It is kept as written; cairn's foreground deletion waits for every dependent, whatever it says.",
 		"OwnerReference.Controller":             "Controller marks the owner that manages this dependent: while that owner holds finalizers besides cascade-deletion, the garbage collector leaves the dependent to it.",
 		"ParameterDefinition.Optional":          "Optional imports may be left unset.",
 		"ParameterDefinition.Schema":            "Schema is a JSON schema the value must satisfy (data only).",

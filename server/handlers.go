@@ -165,11 +165,13 @@ func (s *Server) serveObject(w *statusWriter, r *http.Request, rt *route) {
 		code = http.StatusOK
 	)
 	var tbl *tabler
+	partial := false // metadata only (partial.go)
 	switch r.Method {
 	case http.MethodGet:
 		if tbl, err = tableFor(r, rt); err != nil || status {
 			tbl = nil
 		}
+		partial = wantsPartial(r, false)
 		if err == nil {
 			out, err = s.reg.Get(ctx, rt.kind.Kind, rt.ns, rt.name)
 		}
@@ -230,6 +232,10 @@ func (s *Server) serveObject(w *statusWriter, r *http.Request, rt *route) {
 			return
 		}
 		s.writeAs(w, r, tbl.offer, raw)
+		return
+	}
+	if partial {
+		s.writePartial(w, r, out)
 		return
 	}
 	s.writeJSON(w, r, code, out)

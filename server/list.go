@@ -29,7 +29,8 @@ import (
 // one, and the failure is logged.
 //
 // A request for a Table (table.go) gets one, streamed the same way, its
-// metadata always after its rows.
+// metadata always after its rows; one for PartialObjectMetadata
+// (partial.go) a PartialObjectMetadataList.
 func (s *Server) serveList(w *statusWriter, r *http.Request, rt *route, opts api.ListOptions) {
 	ctx := r.Context()
 	tbl, err := tableFor(r, rt)
@@ -47,15 +48,20 @@ func (s *Server) serveList(w *statusWriter, r *http.Request, rt *route, opts api
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	encode := marshalItem
+	listType := api.TypeMeta{APIVersion: api.APIVersion, Kind: lr.Kind()}
 	var b []byte
-	if tbl != nil {
+	switch {
+	case tbl != nil:
 		h.Set("Content-Type", tbl.offer.String())
 		encode, b = tbl.row, tbl.head()
+	case wantsPartial(r, true):
+		h.Set("Content-Type", partialListV1.String())
+		encode, listType = partialObject, api.TypeMeta{APIVersion: partialTypeMeta.APIVersion, Kind: partialListV1.as}
 	}
 	w.WriteHeader(http.StatusOK)
 
 	if tbl == nil {
-		b = appendListHead(nil, api.TypeMeta{APIVersion: api.APIVersion, Kind: lr.Kind()})
+		b = appendListHead(nil, listType)
 	}
 	if metaFirst {
 		b = appendListMeta(b, api.ListMeta{ResourceVersion: lr.ResourceVersion()})

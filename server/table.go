@@ -31,8 +31,8 @@ var (
 // tableFor returns the tabler of a request on rt that asks for a Table,
 // nil for one that does not. Errors: BadRequest for a bad includeObject.
 func tableFor(r *http.Request, rt *route) (*tabler, error) {
-	o := negotiate(r, plainJSON, tableV1, tableV1beta1)
-	if o == plainJSON {
+	o := negotiate(r, readOffers...)
+	if o != tableV1 && o != tableV1beta1 {
 		return nil, nil
 	}
 	return newTabler(o, rt.kind, r.URL.Query())

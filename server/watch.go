@@ -96,6 +96,7 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 		s.writeError(w, r, err)
 		return
 	}
+	partial := tbl == nil && wantsPartial(r, false) // every event's object, BOOKMARKs too
 	e, err := s.openStream(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -155,6 +156,13 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 				// Each change as a Table of one row.
 				if ev.Raw, err = tbl.table([]*api.Object{ev.Object}, api.ListMeta{ResourceVersion: ev.Object.ResourceVersion}); err != nil {
 					s.log.Error("encode watch event as a table", "path", r.URL.Path, "err", err)
+					open = false
+					break
+				}
+			}
+			if partial {
+				if ev.Raw, err = partialObject(ev.Object); err != nil {
+					s.log.Error("encode watch event as metadata", "path", r.URL.Path, "err", err)
 					open = false
 					break
 				}
