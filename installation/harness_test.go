@@ -27,7 +27,8 @@ const wait = 60 * time.Second
 
 // env is a real API server with the installation controller and the
 // garbage collector running against it; the test plays the execution
-// controller by writing Execution status through the API.
+// controller by writing Execution status through the API (finish), and
+// releaseExecutions plays its deletion.
 type env struct {
 	t      *testing.T
 	c      client.Interface
@@ -45,12 +46,35 @@ func start(t *testing.T) *env {
 	traces := trace.NewStore(10, 1000)
 	ctrl := installation.New(c, installation.Options{Workers: 4, Logger: log, Traces: traces})
 	col := gc.New(c, gc.Options{Logger: log})
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 3)
+	e := &env{t: t, c: c, ctx: ctx, traces: traces, ns: "default"}
 	go func() { _ = ctrl.Run(ctx); done <- struct{}{} }()
 	go func() { _ = col.Run(ctx); done <- struct{}{} }()
-	t.Cleanup(func() { cancel(); <-done; <-done })
-	e := &env{t: t, c: c, ctx: ctx, traces: traces, ns: "default"}
+	go func() { e.releaseExecutions(); done <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-done; <-done; <-done })
 	return e
+}
+
+// releaseExecutions plays the execution controller's deletion until the
+// test ends: executions are created with its finalizer, which it removes
+// from each execution being deleted (its deploy items, which the test
+// made, go with it through the garbage collector).
+func (e *env) releaseExecutions() {
+	for e.ctx.Err() == nil {
+		w, err := e.c.Watch(e.ctx, api.KindExecution, e.ns, api.ListOptions{})
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		for ev := range w.Events() {
+			if o := ev.Object; o != nil && o.Deleting() && o.HasFinalizer(api.FinalizerExecution) {
+				next := o.DeepCopy()
+				next.RemoveFinalizer(api.FinalizerExecution)
+				_, _ = e.c.Update(e.ctx, next) // a Conflict: the next event tries again
+			}
+		}
+		w.Stop()
+	}
 }
 
 // apply creates the YAML documents (separated by "---") in e.ns.

@@ -280,8 +280,10 @@ func (r *Reconciler) applyExecution(ctx context.Context, inst *api.Installation,
 	}
 	spec := api.ExecutionSpec{DeployItems: items}
 	if cur == nil {
+		// Created with the execution controller's finalizer: its first
+		// reconcile need not add it in a write of its own.
 		e := &api.Execution{ObjectMeta: api.ObjectMeta{Name: inst.Name, Namespace: inst.Namespace, Labels: labels,
-			OwnerReferences: []api.OwnerReference{owner}}, Spec: spec}
+			OwnerReferences: []api.OwnerReference{owner}, Finalizers: []string{api.FinalizerExecution}}, Spec: spec}
 		out, err := execs.Create(ctx, e)
 		if err == nil {
 			r.expectWrite(api.KindExecution, out.Namespace, out.Name, out.ResourceVersion)
@@ -333,8 +335,10 @@ func (r *Reconciler) applySub(ctx context.Context, inst *api.Installation, name 
 	insts := client.For[*api.Installation](r.c)
 	cur, ok := get[*api.Installation](r.caches.insts, inst.Namespace, name)
 	if !ok {
+		// Created with this controller's finalizer (core step 2 done at
+		// once, without a write of its own).
 		s := &api.Installation{ObjectMeta: api.ObjectMeta{Name: name, Namespace: inst.Namespace, Labels: labels,
-			OwnerReferences: []api.OwnerReference{owner}}, Spec: spec}
+			OwnerReferences: []api.OwnerReference{owner}, Finalizers: []string{api.FinalizerInstallation}}, Spec: spec}
 		out, err := insts.Create(ctx, s)
 		if err == nil {
 			r.expectWrite(api.KindInstallation, out.Namespace, out.Name, out.ResourceVersion)
