@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -332,16 +333,20 @@ func (r *Reconciler) managed(ctx context.Context, e *api.Execution) (map[string]
 	return items, objs, nil
 }
 
+// itemOf is what the decisions need of a deploy item: its metadata and its
+// status (the spec, which may be large, is not decoded).
 func itemOf(name string, o *api.Object) (*Item, error) {
-	var d api.DeployItem
-	if err := o.Into(&d); err != nil {
-		return nil, fmt.Errorf("execution: decode deploy item %s: %w", o.Name, err)
+	var st api.DeployItemStatus
+	if raw := o.Field(api.FieldStatus); len(raw) > 0 {
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return nil, fmt.Errorf("execution: decode the status of deploy item %s: %w", o.Name, err)
+		}
 	}
+	op := o.Annotations[api.AnnotationOperation]
 	return &Item{
-		Name: name, Ref: d.Name, Generation: d.Generation, ObservedGeneration: d.Status.ObservedGeneration,
-		Phase: d.Status.Phase, Deleting: d.Deleting(), LastError: d.Status.LastError, ExportRef: d.Status.ExportRef,
-		Pending: d.Annotations[api.AnnotationOperation] == api.OperationReconcile ||
-			d.Annotations[api.AnnotationOperation] == api.OperationForceReconcile,
+		Name: name, Ref: o.Name, Generation: o.Generation, ObservedGeneration: st.ObservedGeneration,
+		Phase: st.Phase, Deleting: o.Deleting(), LastError: st.LastError, ExportRef: st.ExportRef,
+		Pending: op == api.OperationReconcile || op == api.OperationForceReconcile,
 	}, nil
 }
 
