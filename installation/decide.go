@@ -234,36 +234,83 @@ func Unsatisfied(imps []Import) []string {
 	return out
 }
 
+// Blocker is one reason why an installation cannot update its nested
+// objects now: what it waits for, which stays the same while it waits
+// (lastError says it, so that it is not rewritten whenever the awaited
+// object moves), and the awaited object's state at this reconcile (the
+// trace says it too), e.g. "import db waits for sibling database" and
+// "Progressing".
+type Blocker struct {
+	Waits string
+	State string
+}
+
+func (b Blocker) String() string {
+	if b.State == "" {
+		return b.Waits
+	}
+	return b.Waits + " (" + b.State + ")"
+}
+
+// JoinBlockers joins blockers with "; ", with their states (for the
+// trace) or without (for lastError).
+func JoinBlockers(bs []Blocker, withState bool) string {
+	parts := make([]string, len(bs))
+	for i, b := range bs {
+		parts[i] = b.Waits
+		if withState {
+			parts[i] = b.String()
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Blockers is standard step 4.1: why the nested objects cannot be updated
 // now (nil when they can). siblings are the installations of the same
-// context by name; parent is nil for a root installation.
-func Blockers(parent *api.Installation, siblings map[string]*api.Installation, imps []Import) []string {
-	var out []string
+// context by name; parent is nil for a root installation. An import that
+// waits for a sibling is not also reported as missing: the sibling
+// exports it when it succeeds.
+func Blockers(parent *api.Installation, siblings map[string]*api.Installation, imps []Import) []Blocker {
+	var out []Blocker
 	seen := map[string]bool{}
+	waiting := map[string]bool{}
 	for _, im := range imps {
 		for _, name := range im.Exporters {
-			if seen[name] {
-				continue
-			}
-			seen[name] = true
 			s, ok := siblings[name]
 			if !ok {
 				continue
 			}
+			waits := fmt.Sprintf("import %s waits for sibling %s", im.Name, name)
+			var state string
 			switch {
 			case s.Status.Phase != api.InstallationSucceeded:
-				out = append(out, fmt.Sprintf("import %s waits for sibling %s (%s)", im.Name, name, orNone(string(s.Status.Phase))))
+				state = orNone(string(s.Status.Phase))
 			case s.Status.ObservedGeneration != s.Generation:
-				out = append(out, fmt.Sprintf("import %s waits for sibling %s (generation %d not observed yet)", im.Name, name, s.Generation))
+				state = fmt.Sprintf("generation %d not observed yet", s.Generation)
 			case s.Annotations[api.AnnotationOperation] == api.OperationReconcile || s.Annotations[api.AnnotationOperation] == api.OperationForceReconcile:
-				out = append(out, fmt.Sprintf("import %s waits for sibling %s (queued for %s)", im.Name, name, s.Annotations[api.AnnotationOperation]))
+				state = "queued for " + s.Annotations[api.AnnotationOperation]
+			default:
+				continue
+			}
+			waiting[im.Name] = true
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, Blocker{Waits: waits, State: state})
 			}
 		}
 	}
 	if parent != nil && parent.Status.Phase != api.InstallationProgressing {
-		out = append(out, fmt.Sprintf("parent %s is %s, not Progressing", parent.Name, orNone(string(parent.Status.Phase))))
+		out = append(out, Blocker{Waits: fmt.Sprintf("parent %s is not Progressing", parent.Name), State: orNone(string(parent.Status.Phase))})
 	}
-	return append(out, Unsatisfied(imps)...)
+	for _, im := range imps {
+		if waiting[im.Name] {
+			continue
+		}
+		for _, why := range Unsatisfied([]Import{im}) {
+			out = append(out, Blocker{Waits: why})
+		}
+	}
+	return out
 }
 
 // SiblingImporters is deletion step 2: the live siblings that import a

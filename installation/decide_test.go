@@ -153,18 +153,45 @@ func TestBlockers_EveryConditionOfStep41(t *testing.T) {
 		{"sibling not up to date", progressing, dep(api.InstallationSucceeded, 2, 1), []Import{ok}, "generation 2 not observed"},
 		{"sibling queued for reconcile", progressing, dep(api.InstallationSucceeded, 1, 1, api.AnnotationOperation, api.OperationReconcile), []Import{ok}, "queued for reconcile"},
 		{"sibling queued for force-reconcile", progressing, dep(api.InstallationSucceeded, 1, 1, api.AnnotationOperation, api.OperationForceReconcile), []Import{ok}, "queued for force-reconcile"},
-		{"parent not Progressing", mkInst("parent", api.InstallationSucceeded, 1, 1), dep(api.InstallationSucceeded, 1, 1), []Import{ok}, "parent parent is Succeeded, not Progressing"},
+		{"parent not Progressing", mkInst("parent", api.InstallationSucceeded, 1, 1), dep(api.InstallationSucceeded, 1, 1), []Import{ok}, "parent parent is not Progressing (Succeeded)"},
 		{"import missing", nil, nil, []Import{{Name: "x", Source: "dataobject/x"}}, "import x: dataobject/x does not exist"},
 		{"import missing, sibling will export it", progressing, dep(api.InstallationSucceeded, 1, 1), []Import{{Name: "db", Source: "dataobject/db", Exporters: []string{"database"}}}, "waits for sibling database to export"},
+		{"import missing while its exporter runs: the sibling alone", progressing, dep(api.InstallationProgressing, 1, 1), []Import{{Name: "db", Source: "dataobject/db", Exporters: []string{"database"}}}, "import db waits for sibling database (Progressing)"},
 		{"import owned by a stranger", nil, nil, []Import{{Name: "db", Source: "dataobject/db", Exists: true, Owner: "elsewhere"}}, "owned by installation elsewhere"},
 		{"import of the parent's import", progressing, nil, []Import{{Name: "p", Source: "parent/x:p", Exists: true, FromParent: true, Owner: ""}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := strings.Join(Blockers(tc.parent, tc.siblings, tc.imps), "; ")
+			got := JoinBlockers(Blockers(tc.parent, tc.siblings, tc.imps), true)
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Fatalf("Blockers = %q, want %q", got, tc.want)
 			}
+			if strings.Contains(tc.name, "the sibling alone") && strings.Contains(got, "to export") {
+				t.Fatalf("Blockers = %q: the import of a running sibling is reported missing too", got)
+			}
 		})
+	}
+}
+
+func TestBlockers_LastErrorStaysTheSameWhileTheSiblingMoves(t *testing.T) {
+	im := []Import{{Name: "db", Source: "dataobject/db", Exporters: []string{"database"}}}
+	parent := mkInst("parent", api.InstallationProgressing, 1, 1)
+	want := "import db waits for sibling database"
+	states := map[string]bool{}
+	for _, s := range []*api.Installation{
+		mkInst("database", "", 1, 0),
+		mkInst("database", api.InstallationPendingDependencies, 1, 0),
+		mkInst("database", api.InstallationProgressing, 1, 1),
+		mkInst("database", api.InstallationSucceeded, 2, 1),
+		mkInst("database", api.InstallationSucceeded, 1, 1, api.AnnotationOperation, api.OperationReconcile),
+	} {
+		b := Blockers(parent, map[string]*api.Installation{"database": s}, im)
+		if got := JoinBlockers(b, false); got != want {
+			t.Fatalf("lastError message %q while the sibling is %s, want %q", got, JoinBlockers(b, true), want)
+		}
+		states[JoinBlockers(b, true)] = true
+	}
+	if len(states) != 5 {
+		t.Fatalf("the trace should tell the five states apart: %v", states)
 	}
 }
 

@@ -180,12 +180,11 @@ func (r *Reconciler) standard(ctx context.Context, inst *api.Installation) (cont
 		// PendingDependencies; it is written only when it stays there.)
 		parent := r.caches.parent(inst)
 		if blockers := Blockers(parent, r.caches.siblings(inst), imps); len(blockers) > 0 {
-			msg := strings.Join(blockers, "; ")
 			err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
 				s.Phase = api.InstallationPendingDependencies
-				s.LastError = r.lastError(s.LastError, ReasonPendingDependencies, msg)
+				s.LastError = r.lastError(s.LastError, ReasonPendingDependencies, JoinBlockers(blockers, false))
 			})
-			trace.Exit(ctx, "4.1 PendingDependencies: %s", msg)
+			trace.Exit(ctx, "4.1 PendingDependencies: %s", JoinBlockers(blockers, true))
 			return controller.Result{}, err
 		}
 		trace.Check(ctx, "4.1 every dependency is satisfied")
