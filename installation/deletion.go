@@ -78,8 +78,8 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 	// 3. Compute combined phase.
 	phase, why, ok := r.combined(inst)
 	if !ok {
-		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects; looking again")
-		return controller.Result{RequeueAfter: staleRetry}, nil
+		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects: waiting for their watch events")
+		return controller.Result{}, nil
 	}
 	// 4. Shortcut deletion for empty installations.
 	if phase == "" {

@@ -25,10 +25,6 @@ const (
 	ReasonDeletionFailed      = "DeletionFailed"
 )
 
-// staleRetry is how soon a reconcile that found the caches behind its own
-// writes looks again (the watch event usually comes first).
-const staleRetry = time.Second
-
 // Reconciler reconciles one installation per call. Build it with New (or
 // Setup); its Reconcile is safe for concurrent use on different keys.
 type Reconciler struct {
@@ -40,7 +36,10 @@ type Reconciler struct {
 	// expect holds, by "Kind/ns/name", the resourceVersion this
 	// controller last wrote: the caches are not trusted for an object
 	// until they hold that version (or a newer one), so a reconcile never
-	// acts on a state older than its own last write.
+	// acts on a state older than its own last write. A reconcile that
+	// finds a cache behind ends and waits for the watch event of that
+	// write, which reconciles the installation again (its own event, or
+	// that of a nested object through its owner), rather than polling.
 	mu     sync.Mutex
 	expect map[string]expectation
 }
@@ -70,8 +69,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	trace.Object(ctx, api.KindInstallation, ns, name)
 	if !r.fresh(api.KindInstallation, ns, name, inst.ResourceVersion) {
-		trace.Exit(ctx, "the cache is behind this controller's last write; looking again")
-		return controller.Result{RequeueAfter: staleRetry}, nil
+		trace.Exit(ctx, "the cache is behind this controller's last write: waiting for its watch event")
+		return controller.Result{}, nil
 	}
 	flow := Core(inst)
 	switch flow {
@@ -147,8 +146,8 @@ func (r *Reconciler) standard(ctx context.Context, inst *api.Installation) (cont
 	// 1. Compute combined phase.
 	phase, why, ok := r.combined(inst)
 	if !ok {
-		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects; looking again")
-		return controller.Result{RequeueAfter: staleRetry}, nil
+		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects: waiting for their watch events")
+		return controller.Result{}, nil
 	}
 	trace.Check(ctx, "1. combined phase of the nested objects: %s %s", orNone(string(phase)), describe(why))
 	// 2. Evaluate combined phase.
@@ -278,8 +277,8 @@ func (r *Reconciler) force(ctx context.Context, inst *api.Installation) (control
 func (r *Reconciler) nestedCheck(ctx context.Context, inst *api.Installation) (controller.Result, error) {
 	phase, why, ok := r.combined(inst)
 	if !ok {
-		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects; looking again")
-		return controller.Result{RequeueAfter: staleRetry}, nil
+		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects: waiting for their watch events")
+		return controller.Result{}, nil
 	}
 	if phase == "" {
 		phase = api.InstallationSucceeded
