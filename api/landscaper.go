@@ -280,6 +280,11 @@ type InstallationStatus struct {
 	ObservedGeneration int64             `json:"observedGeneration,omitempty"`
 	// ImportGenerations are what each import was when last used.
 	ImportGenerations []ImportGeneration `json:"importGenerations,omitempty"`
+	// BlueprintGeneration is the version ("uid/generation") of the
+	// Blueprint the nested objects were last rendered from, recorded like
+	// an import's; empty for an inline blueprint, which the installation's
+	// own generation covers.
+	BlueprintGeneration string `json:"blueprintGeneration,omitempty"`
 	// ConfigGeneration changes each time the installation publishes new
 	// exports; importers compare it with what they recorded.
 	ConfigGeneration string     `json:"configGeneration,omitempty"`

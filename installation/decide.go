@@ -189,10 +189,11 @@ func Generations(imps []Import) []api.ImportGeneration {
 }
 
 // UpdateRequired is standard step 4: whether the installation or any of
-// its imports changed since the nested objects were last updated, or a
-// failed (aborted) installation is asked to reconcile again. It returns
-// why, for the trace ("" when no update is required).
-func UpdateRequired(inst *api.Installation, imps []Import) string {
+// its imports changed since the nested objects were last updated, or its
+// Blueprint (bp, its version: "" for an inline one; compared only once
+// recorded), or a failed (aborted) installation is asked to reconcile
+// again. It returns why, for the trace ("" when no update is required).
+func UpdateRequired(inst *api.Installation, imps []Import, bp string) string {
 	if inst.Status.ObservedGeneration != inst.Generation {
 		return fmt.Sprintf("generation %d is not observed (%d)", inst.Generation, inst.Status.ObservedGeneration)
 	}
@@ -208,11 +209,50 @@ func UpdateRequired(inst *api.Installation, imps []Import) string {
 			return fmt.Sprintf("import %s changed (%s)", g.Name, g.Source)
 		}
 	}
+	if why := blueprintChanged(inst, bp); why != "" {
+		return why
+	}
 	if inst.Annotations[api.AnnotationOperation] == api.OperationReconcile &&
 		(inst.Status.Phase == api.InstallationFailed || inst.Status.Phase == api.InstallationAborted) {
 		return fmt.Sprintf("a %s installation is asked to reconcile again", inst.Status.Phase)
 	}
 	return ""
+}
+
+func blueprintChanged(inst *api.Installation, bp string) string {
+	if rec := inst.Status.BlueprintGeneration; rec != "" && bp != "" && rec != bp {
+		return fmt.Sprintf("Blueprint %s changed (%s, rendered from %s)", inst.Spec.Blueprint.Ref, bp, rec)
+	}
+	return ""
+}
+
+// InputsChanged is the part of core step 5 that cairn adds: whether an
+// input of a final, unmodified installation changed since it last
+// rendered its nested objects: an existing import whose source or
+// generation is not the one recorded, or its Blueprint (bp, as in
+// UpdateRequired). What was never recorded is not compared, and an import
+// that is gone is not a change (its absence undeploys nothing). An
+// Aborted installation stays as it is until reconciled by hand. It
+// returns why ("" when nothing changed).
+func InputsChanged(inst *api.Installation, imps []Import, bp string) string {
+	if inst.Status.Phase == api.InstallationAborted {
+		return ""
+	}
+	cur := map[string]api.ImportGeneration{}
+	for _, g := range Generations(imps) {
+		cur[g.Name] = g
+	}
+	for i := range imps {
+		if !imps[i].Exists {
+			delete(cur, imps[i].Name)
+		}
+	}
+	for _, old := range inst.Status.ImportGenerations {
+		if g, ok := cur[old.Name]; ok && g != old {
+			return fmt.Sprintf("import %s changed (%s)", g.Name, g.Source)
+		}
+	}
+	return blueprintChanged(inst, bp)
 }
 
 // Unsatisfied is the check shared by standard step 4.1 and force step 1:

@@ -100,35 +100,83 @@ func TestUpdateRequired(t *testing.T) {
 		in.Status.ImportGenerations = Generations(imps)
 		return in
 	}
+	recordBlueprint := func(in *api.Installation) []Import { in.Status.BlueprintGeneration = "uid/1"; return imps }
 	for _, tc := range []struct {
 		name   string
 		change func(in *api.Installation) []Import
+		bp     string
 		want   string
 	}{
-		{"nothing changed", func(*api.Installation) []Import { return imps }, ""},
-		{"generation changed", func(in *api.Installation) []Import { in.Generation = 3; return imps }, "generation 3"},
+		{"nothing changed", func(*api.Installation) []Import { return imps }, "", ""},
+		{"blueprint unchanged", recordBlueprint, "uid/1", ""},
+		{"blueprint edited", recordBlueprint, "uid/2", "Blueprint  changed (uid/2, rendered from uid/1)"},
+		{"blueprint recreated", recordBlueprint, "other/1", "Blueprint  changed"},
+		{"blueprint version never recorded", func(*api.Installation) []Import { return imps }, "uid/2", ""},
+		{"blueprint missing now", recordBlueprint, "", ""},
+		{"generation changed", func(in *api.Installation) []Import { in.Generation = 3; return imps }, "", "generation 3"},
 		{"import generation changed", func(*api.Installation) []Import {
 			return []Import{{Name: "db", Source: "dataobject/db", Generation: "config/2"}}
-		}, "import db changed"},
+		}, "", "import db changed"},
 		{"import source changed", func(*api.Installation) []Import {
 			return []Import{{Name: "db", Source: "value", Generation: "config/1"}}
-		}, "import db changed"},
-		{"import added", func(*api.Installation) []Import { return append(imps, Import{Name: "x"}) }, "set of imports"},
+		}, "", "import db changed"},
+		{"import added", func(*api.Installation) []Import { return append(imps, Import{Name: "x"}) }, "", "set of imports"},
 		{"failed and asked to reconcile", func(in *api.Installation) []Import {
 			in.Status.Phase = api.InstallationFailed
 			in.Annotations = map[string]string{api.AnnotationOperation: api.OperationReconcile}
 			return imps
-		}, "Failed installation"},
+		}, "", "Failed installation"},
 		{"succeeded and asked to reconcile", func(in *api.Installation) []Import {
 			in.Annotations = map[string]string{api.AnnotationOperation: api.OperationReconcile}
 			return imps
-		}, ""},
+		}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := base()
-			got := UpdateRequired(in, tc.change(in))
+			got := UpdateRequired(in, tc.change(in), tc.bp)
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Fatalf("UpdateRequired = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestInputsChanged_ComparesWhatWasRecorded(t *testing.T) {
+	rec := []Import{{Name: "db", Source: "dataobject/db", Exists: true, Generation: "h1"}, {Name: "pw", Source: "secret/pw", Exists: true, Generation: "s/1"}}
+	mk := func(phase api.InstallationPhase) *api.Installation {
+		in := mkInst("a", phase, 1, 1)
+		in.Status.ImportGenerations = Generations(rec)
+		in.Status.BlueprintGeneration = "uid/1"
+		return in
+	}
+	with := func(name, gen string, exists bool) []Import {
+		out := append([]Import(nil), rec...)
+		for i := range out {
+			if out[i].Name == name {
+				out[i].Generation, out[i].Exists = gen, exists
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		in   *api.Installation
+		imps []Import
+		bp   string
+		want string
+	}{
+		{"nothing changed", mk(api.InstallationSucceeded), rec, "uid/1", ""},
+		{"a DataObject changed", mk(api.InstallationSucceeded), with("db", "h2", true), "uid/1", "import db changed (dataobject/db)"},
+		{"a Secret changed, failed installation", mk(api.InstallationFailed), with("pw", "s/2", true), "uid/1", "import pw changed (secret/pw)"},
+		{"an import gone is no change", mk(api.InstallationSucceeded), with("db", "", false), "uid/1", ""},
+		{"an import never recorded is no change", mk(api.InstallationSucceeded), append(with("db", "h1", true), Import{Name: "new", Exists: true}), "uid/1", ""},
+		{"the blueprint edited", mk(api.InstallationSucceeded), rec, "uid/2", "Blueprint  changed"},
+		{"aborted stays aborted", mk(api.InstallationAborted), with("db", "h2", true), "uid/2", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := InputsChanged(tc.in, tc.imps, tc.bp)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Fatalf("InputsChanged = %q, want %q", got, tc.want)
 			}
 		})
 	}

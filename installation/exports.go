@@ -18,8 +18,8 @@ import (
 // the installation maps as a DataObject in its context, records Succeeded
 // with the new configGeneration and, when that changed, adds the reconcile
 // annotation to the siblings that import the exports.
-func (r *Reconciler) exportAndTrigger(ctx context.Context, inst *api.Installation, imps []Import) error {
-	gen, err := r.publish(ctx, inst, imps)
+func (r *Reconciler) exportAndTrigger(ctx context.Context, inst *api.Installation, bp source, imps []Import) error {
+	gen, err := r.publish(ctx, inst, bp, imps)
 	if err != nil {
 		return err
 	}
@@ -50,14 +50,13 @@ func (r *Reconciler) exportAndTrigger(ctx context.Context, inst *api.Installatio
 
 // publish renders and writes the exports (step 5) and returns the new
 // configGeneration.
-func (r *Reconciler) publish(ctx context.Context, inst *api.Installation, imps []Import) (string, error) {
+func (r *Reconciler) publish(ctx context.Context, inst *api.Installation, bp source, imps []Import) (string, error) {
 	if len(inst.Spec.Exports.Data) == 0 {
 		trace.Check(ctx, "5. no exports to publish")
 		return "", nil
 	}
-	bp, err := r.caches.blueprint(inst)
-	if err != nil {
-		return "", fail(ReasonBlueprintNotFound, err)
+	if bp.err != nil {
+		return "", fail(ReasonBlueprintNotFound, bp.err)
 	}
 	_, data := importValues(imps)
 	d := blueprint.Data{Imports: data, DeployItems: map[string]any{}, Subinstallations: map[string]any{}}
@@ -80,13 +79,13 @@ func (r *Reconciler) publish(ctx context.Context, inst *api.Installation, imps [
 		}
 		d.Subinstallations[ref.Name] = ex
 	}
-	exports, err := blueprint.RenderExports(bp, d)
+	exports, err := blueprint.RenderExports(bp.spec, d)
 	if err != nil {
 		return "", fail(ReasonRenderFailed, err)
 	}
 	vals := map[string]blueprint.ImportValue{}
 	var declared []api.ParameterDefinition
-	for _, def := range bp.Exports {
+	for _, def := range bp.spec.Exports {
 		if v, ok := exports[def.Name]; ok {
 			vals[def.Name] = blueprint.ImportValue{Value: v}
 			declared = append(declared, def)

@@ -239,16 +239,25 @@ func controlledBy(m *api.ObjectMeta, owner *api.Installation) bool {
 // errBlueprintNotFound: the Blueprint an installation names does not exist.
 var errBlueprintNotFound = errors.New("blueprint not found")
 
-// blueprint returns the installation's blueprint spec.
-func (c *caches) blueprint(inst *api.Installation) (*api.BlueprintSpec, error) {
+// source is an installation's blueprint as the caches hold it: its spec
+// and its version ("uid/generation" of a Blueprint, "" for an inline
+// one), or why there is none.
+type source struct {
+	spec    *api.BlueprintSpec
+	version string
+	err     error
+}
+
+// blueprint returns the installation's blueprint.
+func (c *caches) blueprint(inst *api.Installation) source {
 	if inst.Spec.Blueprint.Inline != nil {
-		return inst.Spec.Blueprint.Inline, nil
+		return source{spec: inst.Spec.Blueprint.Inline}
 	}
 	b, ok := get[*api.Blueprint](c.blueprints, inst.Namespace, inst.Spec.Blueprint.Ref)
 	if !ok {
-		return nil, fmt.Errorf("%w: Blueprint %s", errBlueprintNotFound, inst.Spec.Blueprint.Ref)
+		return source{err: fmt.Errorf("%w: Blueprint %s", errBlueprintNotFound, inst.Spec.Blueprint.Ref)}
 	}
-	return &b.Spec, nil
+	return source{spec: &b.Spec, version: b.UID + "/" + strconv.FormatInt(b.Generation, 10)}
 }
 
 // maxDepth bounds the walk up the tree resolving parents' imports.

@@ -213,18 +213,18 @@ func importValues(imps []Import) (map[string]blueprint.ImportValue, map[string]a
 }
 
 // update is the ✔️ of the standard and force flows: it renders the
-// blueprint with the imports and makes the execution and the nested
+// blueprint src with the imports and makes the execution and the nested
 // installations match; op, when set, is put on them as the operation
 // annotation (a nested installation whose spec did not change gets the
 // reconcile annotation, so that it looks at its imports again). It
 // returns the execution's name ("" when there is none) and the nested
 // installations. A bad blueprint, a template error or an import failing
 // its schema is a failure (see fail).
-func (r *Reconciler) update(ctx context.Context, inst *api.Installation, imps []Import, op string) (string, []api.NamedRef, error) {
-	bp, err := r.caches.blueprint(inst)
-	if err != nil {
-		return "", nil, fail(ReasonBlueprintNotFound, err)
+func (r *Reconciler) update(ctx context.Context, inst *api.Installation, src source, imps []Import, op string) (string, []api.NamedRef, error) {
+	if src.err != nil {
+		return "", nil, fail(ReasonBlueprintNotFound, src.err)
 	}
+	bp := src.spec
 	vals, data := importValues(imps)
 	if err := blueprint.ValidateImports(bp.Imports, vals); err != nil {
 		return "", nil, fail(ReasonImportInvalid, err)
