@@ -63,6 +63,8 @@ const (
 	LabelContext = "cairn.dev/context"
 	// LabelDataRef is a DataObject's name within its context.
 	LabelDataRef = "cairn.dev/data-ref"
+	// LabelTargetRef is an exported Target's name within its context.
+	LabelTargetRef = "cairn.dev/target-ref"
 )
 
 // DeployPhase is the phase of an Execution or a DeployItem.

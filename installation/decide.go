@@ -1,7 +1,7 @@
 // Package installation is the Installation controller: it renders an
 // installation's blueprint into an Execution and nested Installations,
-// publishes its exports as DataObjects and triggers the installations that
-// import them, following the Landscaper reconciliation flow (core logic,
+// publishes its exports as DataObjects and Targets and triggers the
+// installations that import them, following the Landscaper reconciliation flow (core logic,
 // standard reconcile, force reconcile, deletion) step by step.
 //
 // The decisions are plain functions over plain data (this file, with
@@ -12,8 +12,6 @@
 package installation
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -354,11 +352,15 @@ func Blockers(parent *api.Installation, siblings map[string]*api.Installation, i
 }
 
 // SiblingImporters is deletion step 2: the live siblings that import a
-// dataRef inst exports, as "sibling X imports Y".
+// dataRef or a target inst exports, as "sibling X imports Y" ("imports
+// target Y").
 func SiblingImporters(inst *api.Installation, siblings []*api.Installation) []string {
-	exported := map[string]bool{}
+	data, targets := map[string]bool{}, map[string]bool{}
 	for _, e := range inst.Spec.Exports.Data {
-		exported[e.DataRef] = true
+		data[e.DataRef] = true
+	}
+	for _, e := range inst.Spec.Exports.Targets {
+		targets[e.Target] = true
 	}
 	var out []string
 	for _, s := range siblings {
@@ -366,13 +368,63 @@ func SiblingImporters(inst *api.Installation, siblings []*api.Installation) []st
 			continue
 		}
 		for _, d := range s.Spec.Imports.Data {
-			if d.DataRef != "" && exported[d.DataRef] {
+			if d.DataRef != "" && data[d.DataRef] {
 				out = append(out, fmt.Sprintf("sibling %s imports %s", s.Name, d.DataRef))
+			}
+		}
+		for _, t := range s.Spec.Imports.Targets {
+			if targets[t.Target] {
+				out = append(out, fmt.Sprintf("sibling %s imports target %s", s.Name, t.Target))
 			}
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TargetSpecOf checks the rendered value v of the export name, published
+// as a Target, and returns the Target's spec: v must be an object with a
+// non-empty string type and, optionally, a config (any JSON); a name (as
+// a target import's value has) is ignored. declared is the type the
+// blueprint declares the export with ("" when it does not declare it),
+// which must not be data.
+func TargetSpecOf(name, declared string, v json.RawMessage) (api.TargetSpec, error) {
+	if declared == api.ParameterData {
+		return api.TargetSpec{}, fmt.Errorf("export %q is published as a Target, but the blueprint declares it as data (type: target)", name)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(v, &fields); err != nil || fields == nil {
+		return api.TargetSpec{}, fmt.Errorf("export %q is published as a Target: it must render an object {type, config}, not %s", name, clip(v))
+	}
+	var spec api.TargetSpec
+	for k, raw := range fields {
+		switch k {
+		case "type":
+			if json.Unmarshal(raw, &spec.Type) != nil {
+				return api.TargetSpec{}, fmt.Errorf("export %q is published as a Target: its type must be a string, not %s", name, clip(raw))
+			}
+		case "config":
+			if string(raw) != "null" {
+				spec.Config = raw
+			}
+		case "name":
+		default:
+			return api.TargetSpec{}, fmt.Errorf("export %q is published as a Target: unknown field %q (a Target has type and config)", name, k)
+		}
+	}
+	if spec.Type == "" {
+		return api.TargetSpec{}, fmt.Errorf("export %q is published as a Target: its type is missing", name)
+	}
+	return spec, nil
+}
+
+// clip shortens a rendered value for an error message.
+func clip(v json.RawMessage) string {
+	const max = 60
+	if len(v) <= max {
+		return string(v)
+	}
+	return string(v[:max]) + "..."
 }
 
 // Retry is the automatic reconcile's decision for a root installation in
@@ -448,41 +500,4 @@ func AutomaticReconcile(inst *api.Installation, hasParent bool, last, now time.T
 		return Retry{Now: true}
 	}
 	return Retry{}
-}
-
-// Hash returns a short, stable hash of JSON-encodable values: the
-// generation of a value import and an installation's configGeneration.
-func Hash(v any) string {
-	b, _ := json.Marshal(v)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
-}
-
-// maxName is the longest object name (a DNS-1123 label).
-const maxName = 63
-
-// ChildName is the name of the nested installation made from a parent's
-// subinstallation template: "<parent>-<template>", shortened with a hash
-// when that is too long.
-func ChildName(parent, sub string) string {
-	return joinName(parent, sub)
-}
-
-// DataObjectName is the name of the DataObject holding dataRef in a
-// context: the dataRef itself in a namespace's root context (""), else
-// "<context>-<dataRef>" (shortened with a hash when too long).
-func DataObjectName(context, dataRef string) string {
-	if context == "" {
-		return dataRef
-	}
-	return joinName(context, dataRef)
-}
-
-func joinName(a, b string) string {
-	n := a + "-" + b
-	if len(n) <= maxName {
-		return n
-	}
-	h := Hash(n)[:8]
-	return strings.TrimRight(n[:maxName-9], "-") + "-" + h
 }

@@ -1,6 +1,7 @@
 package installation
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -255,6 +256,45 @@ func TestSiblingImporters_NamesWhoImportsWhat(t *testing.T) {
 	}
 	if got := SiblingImporters(db, []*api.Installation{other}); len(got) != 0 {
 		t.Fatalf("SiblingImporters = %v, want none", got)
+	}
+	infra := mkInst("infra", api.InstallationSucceeded, 1, 1)
+	infra.Spec.Exports.Targets = []api.TargetExport{{Name: "kube", Target: "cluster"}}
+	web := mkInst("web", api.InstallationSucceeded, 1, 1)
+	web.Spec.Imports.Targets = []api.TargetImport{{Name: "k", Target: "cluster"}}
+	web.Spec.Imports.Data = []api.DataImport{{Name: "x", DataRef: "cluster"}} // a DataObject of that name is another thing
+	if got := SiblingImporters(infra, []*api.Installation{web, app}); len(got) != 1 || got[0] != "sibling web imports target cluster" {
+		t.Fatalf("SiblingImporters of a target = %v", got)
+	}
+}
+
+func TestTargetSpecOf_ChecksTheRenderedValue(t *testing.T) {
+	for _, tc := range []struct {
+		name, declared, value string
+		want                  string // the spec as JSON, or what the error says
+		ok                    bool
+	}{
+		{"type and config", api.ParameterTarget, `{"type":"kubernetes","config":{"endpoint":"k"}}`, `{"type":"kubernetes","config":{"endpoint":"k"}}`, true},
+		{"undeclared export", "", `{"type":"ssh"}`, `{"type":"ssh"}`, true},
+		{"an imported target passed on (its name ignored)", api.ParameterTarget, `{"name":"prod","type":"ssh","config":null}`, `{"type":"ssh"}`, true},
+		{"declared as data", api.ParameterData, `{"type":"ssh"}`, "declares it as data", false},
+		{"not an object", api.ParameterTarget, `"just-a-string"`, `must render an object {type, config}, not "just-a-string"`, false},
+		{"no type", api.ParameterTarget, `{"config":{}}`, "its type is missing", false},
+		{"type not a string", api.ParameterTarget, `{"type":3}`, "its type must be a string", false},
+		{"unknown field", api.ParameterTarget, `{"type":"ssh","host":"x"}`, `unknown field "host"`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, err := TargetSpecOf("kube", tc.declared, json.RawMessage(tc.value))
+			if !tc.ok {
+				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `export "kube"`) {
+					t.Fatalf("TargetSpecOf = %v, want an error naming the export and saying %q", err, tc.want)
+				}
+				return
+			}
+			got, _ := json.Marshal(spec)
+			if err != nil || string(got) != tc.want {
+				t.Fatalf("TargetSpecOf = %s, %v; want %s", got, err, tc.want)
+			}
+		})
 	}
 }
 
