@@ -269,3 +269,35 @@ spec:
 		t.Fatal("a Target was published from a value that is none")
 	}
 }
+
+func TestTargetImport_NestedInstallationImportsItsParentsTarget(t *testing.T) {
+	e := startAll(t)
+	applyAll(t, e, `kind: Target
+metadata: {name: prod}
+spec: {type: ssh, config: {host: prod.example}}
+---
+kind: Installation
+metadata: {name: site}
+spec:
+  imports: {targets: [{name: cluster, target: prod}]}
+  blueprint:
+    inline:
+      imports: [{name: cluster, type: target}]
+      subinstallations:
+      - name: web
+        blueprint:
+          inline:
+            imports: [{name: k, type: target}]
+            deployExecutions:
+            - name: items
+              template: "deployItems: [{name: a, type: mock, target: {{ .imports.k.name }}, config: {host: {{ .imports.k.config.host }}}}]"
+        imports: {targets: [{name: k, target: cluster}]}`)
+	waitInstPhase(t, e, "site", api.InstallationSucceeded)
+	if got := itemTarget(t, e, "site-web-a"); got != "prod" {
+		t.Fatalf("the nested installation's item targets %q, want its parent's target prod", got)
+	}
+	web := waitInstPhase(t, e, "site-web", api.InstallationSucceeded)
+	if g := web.Status.ImportGenerations; len(g) != 1 || g[0].Source != "parent/site:cluster" {
+		t.Fatalf("import generations %+v: want the parent's import", g)
+	}
+}
