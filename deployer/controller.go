@@ -127,11 +127,11 @@ func (k *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 		trace.Exit(ctx, "cache behind this deployer's last write: waiting for its watch event")
 		return controller.Result{}, nil
 	}
-	var d api.DeployItem
-	if err := obj.Into(&d); err != nil {
-		return controller.Result{}, controller.Terminal(fmt.Errorf("deployer: decode %s: %w", key, err))
+	d, err := controller.Decode[*api.DeployItem](obj)
+	if err != nil {
+		return controller.Result{}, controller.Terminal(fmt.Errorf("deployer: %w", err))
 	}
-	item := &Item{DeployItem: &d, Notify: func() { k.ctrl.Enqueue(key) }}
+	item := &Item{DeployItem: d, Notify: func() { k.ctrl.Enqueue(key) }}
 	op := d.Annotations[api.AnnotationOperation]
 	switch {
 	case d.Deleting():
@@ -520,7 +520,7 @@ func ExportName(item string) string {
 }
 
 func (k *Controller) writeStatus(ctx context.Context, key string, d *api.DeployItem) error {
-	obj, err := api.FromResource(d)
+	obj, err := controller.StatusUpdate(d, d.Status)
 	if err != nil {
 		return err
 	}

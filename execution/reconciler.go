@@ -111,11 +111,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		trace.Exit(ctx, "cache behind this controller's last write: waiting for its watch event")
 		return controller.Result{}, nil
 	}
-	var e api.Execution
-	if err := obj.Into(&e); err != nil {
-		return controller.Result{}, controller.Terminal(fmt.Errorf("execution: decode %s: %w", key, err))
+	e, err := controller.Decode[*api.Execution](obj)
+	if err != nil {
+		return controller.Result{}, controller.Terminal(fmt.Errorf("execution: %w", err))
 	}
-	s := Begin(&e)
+	s := Begin(e)
 	trace.Check(ctx, "operation: %s (%s)", s.Op, s.Reason)
 	if s.Op == OpIgnore {
 		trace.Exit(ctx, "ignored: %s", s.Reason)
@@ -123,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	if s.AddFinalizer {
 		e.AddFinalizer(api.FinalizerExecution)
-		if err := r.update(ctx, key, &e); err != nil {
+		if err := r.update(ctx, key, e); err != nil {
 			return controller.Result{}, err
 		}
 		trace.Action(ctx, "added finalizer %s", api.FinalizerExecution)
@@ -131,13 +131,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	switch s.Op {
 	case OpDelete:
 		trace.Subflow(ctx, "delete operation")
-		return controller.Result{}, r.deleteOp(ctx, key, &e)
+		return controller.Result{}, r.deleteOp(ctx, key, e)
 	case OpRecheck:
 		trace.Subflow(ctx, "re-check of deploy items")
-		return controller.Result{}, r.recheck(ctx, key, &e)
+		return controller.Result{}, r.recheck(ctx, key, e)
 	default:
 		trace.Subflow(ctx, "reconcile operation")
-		return controller.Result{}, r.reconcileOp(ctx, key, &e, s.Force)
+		return controller.Result{}, r.reconcileOp(ctx, key, e, s.Force)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/trace"
 )
 
@@ -202,7 +203,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, key string, e *api.Executi
 		return nil
 	}
 	e.Status = st
-	obj, err := api.FromResource(e)
+	obj, err := controller.StatusUpdate(e, st)
 	if err != nil {
 		return err
 	}
