@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/informer"
 )
 
@@ -46,7 +46,7 @@ const (
 func refKey(ns, context, kind, ref string) string { return ns + "/" + context + "/" + kind + "/" + ref }
 
 func decodeInst(obj *api.Object) *api.Installation {
-	in, err := client.Convert[*api.Installation](obj)
+	in, err := controller.Decode[*api.Installation](obj)
 	if err != nil {
 		return nil
 	}
@@ -149,7 +149,7 @@ func get[T api.Resource](inf *informer.Informer, ns, name string) (T, bool) {
 	if !ok {
 		return zero, false
 	}
-	v, err := client.Convert[T](obj)
+	v, err := controller.Decode[T](obj)
 	if err != nil {
 		return zero, false
 	}

@@ -15,6 +15,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/blueprint"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/trace"
 )
 
@@ -145,7 +146,7 @@ func (r *Reconciler) setStatus(ctx context.Context, inst *api.Installation, chan
 	// Someone else may change the object meanwhile (usually an
 	// annotation): while its generation is the one this reconcile worked
 	// on, the status change still holds and is re-applied.
-	out, err := r.writeFresh(ctx, inst, &next, client.For[*api.Installation](r.c).UpdateStatus, func(fresh *api.Installation) *api.Installation {
+	out, err := r.writeFresh(ctx, inst, &next, r.updateStatus, func(fresh *api.Installation) *api.Installation {
 		n := *fresh
 		change(&n.Status)
 		return &n
@@ -156,6 +157,21 @@ func (r *Reconciler) setStatus(ctx context.Context, inst *api.Installation, chan
 	r.expectWrite(api.KindInstallation, out.Namespace, out.Name, out.ResourceVersion)
 	*inst = *out
 	return nil
+}
+
+// updateStatus writes next's status: only its metadata and status are
+// sent (see controller.StatusUpdate).
+func (r *Reconciler) updateStatus(ctx context.Context, next *api.Installation) (*api.Installation, error) {
+	next.APIVersion, next.Kind = api.APIVersion, api.KindInstallation
+	obj, err := controller.StatusUpdate(next, next.Status)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.c.UpdateStatus(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return controller.Decode[*api.Installation](out)
 }
 
 func (r *Reconciler) setOperation(ctx context.Context, inst *api.Installation, op string) error {
