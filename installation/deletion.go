@@ -79,7 +79,7 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 	phase, why, ok := r.combined(inst)
 	if !ok {
 		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects: waiting for their watch events")
-		return controller.Result{}, nil
+		return controller.Result{RequeueAfter: expectFor}, nil
 	}
 	// 4. Shortcut deletion for empty installations.
 	if phase == "" {

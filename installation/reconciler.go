@@ -39,7 +39,9 @@ type Reconciler struct {
 	// acts on a state older than its own last write. A reconcile that
 	// finds a cache behind ends and waits for the watch event of that
 	// write, which reconciles the installation again (its own event, or
-	// that of a nested object through its owner), rather than polling.
+	// that of a nested object through its owner), rather than polling; it
+	// looks again once the expectation has expired (expectFor) only in
+	// case no event comes: an object deleted by someone else meanwhile.
 	mu     sync.Mutex
 	expect map[string]expectation
 }
@@ -70,7 +72,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	trace.Object(ctx, api.KindInstallation, ns, name)
 	if !r.fresh(api.KindInstallation, ns, name, inst.ResourceVersion) {
 		trace.Exit(ctx, "the cache is behind this controller's last write: waiting for its watch event")
-		return controller.Result{}, nil
+		return controller.Result{RequeueAfter: expectFor}, nil
 	}
 	flow := Core(inst)
 	switch flow {
@@ -147,7 +149,7 @@ func (r *Reconciler) standard(ctx context.Context, inst *api.Installation) (cont
 	phase, why, ok := r.combined(inst)
 	if !ok {
 		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects: waiting for their watch events")
-		return controller.Result{}, nil
+		return controller.Result{RequeueAfter: expectFor}, nil
 	}
 	trace.Check(ctx, "1. combined phase of the nested objects: %s %s", orNone(string(phase)), describe(why))
 	// 2. Evaluate combined phase.
@@ -284,7 +286,7 @@ func (r *Reconciler) nestedCheck(ctx context.Context, inst *api.Installation) (c
 	phase, why, ok := r.combined(inst)
 	if !ok {
 		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects: waiting for their watch events")
-		return controller.Result{}, nil
+		return controller.Result{RequeueAfter: expectFor}, nil
 	}
 	if phase == "" {
 		phase = api.InstallationSucceeded
