@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 
 	"cairn.dev/cairn/api"
@@ -59,7 +60,7 @@ func (r *Reconciler) publish(ctx context.Context, inst *api.Installation, bp sou
 	if bp.err != nil {
 		return "", fail(ReasonBlueprintNotFound, bp.err)
 	}
-	exports, err := r.render(inst, bp.spec, imps)
+	exports, err := r.render(ctx, inst, bp.spec, imps)
 	if err != nil {
 		return "", err
 	}
@@ -106,16 +107,21 @@ func (r *Reconciler) publish(ctx context.Context, inst *api.Installation, bp sou
 
 // render runs the export executions over the imports, the deploy items'
 // exports and the nested installations' exports, and checks the result
-// against the blueprint's export declarations.
-func (r *Reconciler) render(inst *api.Installation, bp *api.BlueprintSpec, imps []Import) (map[string]json.RawMessage, error) {
+// against the blueprint's export declarations. The exports it renders from
+// are read through the API, not the caches: an informer of DataObjects
+// may not have seen yet what the execution or a nested installation
+// published before its status said Succeeded, and exports rendered from
+// it would be wrong for good.
+func (r *Reconciler) render(ctx context.Context, inst *api.Installation, bp *api.BlueprintSpec, imps []Import) (map[string]json.RawMessage, error) {
 	_, data := importValues(imps)
 	d := blueprint.Data{Imports: data, DeployItems: map[string]any{}, Subinstallations: map[string]any{}}
-	if e := r.caches.execution(inst); e != nil {
-		for _, ref := range e.Status.DeployItems {
-			it, ok := get[*api.DeployItem](r.caches.items, e.Namespace, ref.Ref)
-			if ok && it.Status.ExportRef != "" {
-				d.DeployItems[ref.Name] = r.dataOf(e.Namespace, it.Status.ExportRef)
-			}
+	if e := r.caches.execution(inst); e != nil && e.Status.ExportRef != "" {
+		all, err := r.readData(ctx, e.Namespace, e.Status.ExportRef)
+		if err != nil {
+			return nil, err
+		}
+		if m, ok := all.(map[string]any); ok {
+			maps.Copy(d.DeployItems, m)
 		}
 	}
 	for _, ref := range inst.Status.Subinstallations {
@@ -125,10 +131,18 @@ func (r *Reconciler) render(inst *api.Installation, bp *api.BlueprintSpec, imps 
 		}
 		ex := map[string]any{}
 		for _, e := range sub.Spec.Exports.Data {
-			ex[e.Name] = r.dataOf(inst.Namespace, DataObjectName(inst.Name, e.DataRef))
+			v, err := r.readData(ctx, inst.Namespace, DataObjectName(inst.Name, e.DataRef))
+			if err != nil {
+				return nil, err
+			}
+			ex[e.Name] = v
 		}
 		for _, e := range sub.Spec.Exports.Targets {
-			ex[e.Name] = r.targetOf(inst.Namespace, TargetName(inst.Name, e.Target))
+			v, err := r.readTarget(ctx, inst.Namespace, TargetName(inst.Name, e.Target))
+			if err != nil {
+				return nil, err
+			}
+			ex[e.Name] = v
 		}
 		d.Subinstallations[ref.Name] = ex
 	}

@@ -166,7 +166,9 @@ func (e *env) waitGone(kind, name string) {
 // exist at a generation newer than after, removes its operation
 // annotation, and records phase for its current generation; exports (by
 // deploy item name) are published the way deployers do, through a
-// DeployItem's status.exportRef. It returns the generation it finished.
+// DeployItem's status.exportRef, and collected the way the execution
+// controller does, into the DataObject its status.exportRef names. It
+// returns the generation it finished.
 func (e *env) finish(name string, after int64, phase api.DeployPhase, exports map[string]any) int64 {
 	e.t.Helper()
 	var gen int64
@@ -220,6 +222,11 @@ func (e *env) finish(name string, after int64, phase api.DeployPhase, exports ma
 			refs = append(refs, api.DeployItemRef{Name: it.Name, Ref: diName, ExecutionGeneration: ex.Generation, DeployItemGeneration: cur.Generation})
 		}
 		ex.Status = api.ExecutionStatus{Phase: phase, ObservedGeneration: ex.Generation, DeployItems: refs}
+		if phase == api.DeploySucceeded {
+			if ex.Status.ExportRef, err = e.collect(name, exports); err != nil {
+				return err
+			}
+		}
 		if phase == api.DeployFailed {
 			ex.Status.LastError = &api.LastError{Reason: "DeployItemFailed", Message: "deploy item " + ex.Spec.DeployItems[0].Name + " failed: exit status 3"}
 		}
@@ -230,6 +237,24 @@ func (e *env) finish(name string, after int64, phase api.DeployPhase, exports ma
 		return nil
 	})
 	return gen
+}
+
+// collect writes the exports of an execution's deploy items into its
+// export DataObject, as the execution controller does, and returns its
+// name.
+func (e *env) collect(execution string, exports map[string]any) (string, error) {
+	name := execution + "-exports"
+	raw, _ := json.Marshal(exports)
+	dos := client.For[*api.DataObject](e.c)
+	if _, err := dos.Get(e.ctx, e.ns, name); err == nil {
+		_, err = dos.Patch(e.ctx, e.ns, name, []byte(`{"data":null}`), false)
+		if err == nil {
+			_, err = dos.Patch(e.ctx, e.ns, name, fmt.Appendf(nil, `{"data":%s}`, raw), false)
+		}
+		return name, err
+	}
+	_, err := dos.Create(e.ctx, &api.DataObject{ObjectMeta: api.ObjectMeta{Name: name, Namespace: e.ns}, Data: raw})
+	return name, err
 }
 
 // explain returns the steps of the recent reconciles of an installation,

@@ -13,6 +13,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controller"
 )
 
 // maxDepth bounds the walk up the tree resolving parents' imports.
@@ -166,23 +167,34 @@ func (r *Reconciler) ownedBy(inst *api.Installation, im *Import, ref *api.OwnerR
 	}
 }
 
-// dataOf reads a DataObject's value from the cache (nil when absent).
-func (r *Reconciler) dataOf(ns, name string) any {
-	do, ok := get[*api.DataObject](r.caches.data, ns, name)
-	if !ok || len(do.Data) == 0 {
-		return nil
+// readData reads a DataObject's value through the API (nil when it does
+// not exist).
+func (r *Reconciler) readData(ctx context.Context, ns, name string) (any, error) {
+	obj, err := r.c.Get(ctx, api.KindDataObject, ns, name)
+	if errors.Is(err, api.ErrNotFound) {
+		return nil, nil
 	}
-	return decodeJSON(do.Data)
+	if err != nil {
+		return nil, fmt.Errorf("read DataObject %s: %w", name, err)
+	}
+	return decodeJSON(obj.Field("data")), nil
 }
 
-// targetOf reads a Target from the cache as a target import's value
-// (nil when absent).
-func (r *Reconciler) targetOf(ns, name string) any {
-	tg, ok := get[*api.Target](r.caches.targets, ns, name)
-	if !ok {
-		return nil
+// readTarget reads a Target through the API as a target import's value
+// (nil when it does not exist).
+func (r *Reconciler) readTarget(ctx context.Context, ns, name string) (any, error) {
+	obj, err := r.c.Get(ctx, api.KindTarget, ns, name)
+	if errors.Is(err, api.ErrNotFound) {
+		return nil, nil
 	}
-	return map[string]any{"name": tg.Name, "type": tg.Spec.Type, "config": decodeJSON(tg.Spec.Config)}
+	if err != nil {
+		return nil, fmt.Errorf("read Target %s: %w", name, err)
+	}
+	tg, err := controller.Decode[*api.Target](obj)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"name": tg.Name, "type": tg.Spec.Type, "config": decodeJSON(tg.Spec.Config)}, nil
 }
 
 func decodeJSON(raw json.RawMessage) any {
