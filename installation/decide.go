@@ -228,9 +228,11 @@ func blueprintChanged(inst *api.Installation, bp string) string {
 // input of a final, unmodified installation changed since it last
 // rendered its nested objects: an existing import whose source or
 // generation is not the one recorded, or its Blueprint (bp, as in
-// UpdateRequired). What was never recorded is not compared, and an import
-// that is gone is not a change (its absence undeploys nothing). An
-// Aborted installation stays as it is until reconciled by hand. It
+// UpdateRequired). Imports that an installation publishes are left out:
+// their exporter triggers its importers (standard step 6), and a parent
+// its nested installations. What was never recorded is not compared, and
+// an import that is gone is not a change (its absence undeploys nothing).
+// An Aborted installation stays as it is until reconciled by hand. It
 // returns why ("" when nothing changed).
 func InputsChanged(inst *api.Installation, imps []Import, bp string) string {
 	if inst.Status.Phase == api.InstallationAborted {
@@ -241,8 +243,8 @@ func InputsChanged(inst *api.Installation, imps []Import, bp string) string {
 		cur[g.Name] = g
 	}
 	for i := range imps {
-		if !imps[i].Exists {
-			delete(cur, imps[i].Name)
+		if im := &imps[i]; !im.Exists || im.Owner != "" || im.FromParent {
+			delete(cur, im.Name)
 		}
 	}
 	for _, old := range inst.Status.ImportGenerations {
@@ -349,6 +351,35 @@ func Blockers(parent *api.Installation, siblings map[string]*api.Installation, i
 		}
 	}
 	return out
+}
+
+// HasImported reports whether importer has already rendered with the
+// exports exporter published as configGeneration gen: it recorded every
+// import it takes from exporter's DataObjects and Targets at that
+// generation. Standard step 6 does not trigger such an importer again
+// (it ran with these exports already, e.g. because the exporter's status
+// event reached it first). An importer that recorded none of them has
+// not rendered with them.
+func HasImported(importer, exporter *api.Installation, gen string) bool {
+	ctx := contextOf(&exporter.ObjectMeta)
+	sources := map[string]bool{}
+	for _, e := range exporter.Spec.Exports.Data {
+		sources["dataobject/"+DataObjectName(ctx, e.DataRef)] = true
+	}
+	for _, e := range exporter.Spec.Exports.Targets {
+		sources["target/"+TargetName(ctx, e.Target)] = true
+	}
+	found := false
+	for _, g := range importer.Status.ImportGenerations {
+		if !sources[g.Source] {
+			continue
+		}
+		if g.Generation != "config/"+gen {
+			return false
+		}
+		found = true
+	}
+	return found
 }
 
 // SiblingImporters is deletion step 2: the live siblings that import a

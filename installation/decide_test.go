@@ -159,6 +159,8 @@ func TestInputsChanged_ComparesWhatWasRecorded(t *testing.T) {
 		}
 		return out
 	}
+	owned := func(imps []Import) []Import { imps[0].Owner = "database"; return imps }
+	fromParent := func(imps []Import) []Import { imps[0].FromParent = true; return imps }
 	for _, tc := range []struct {
 		name string
 		in   *api.Installation
@@ -170,6 +172,8 @@ func TestInputsChanged_ComparesWhatWasRecorded(t *testing.T) {
 		{"a DataObject changed", mk(api.InstallationSucceeded), with("db", "h2", true), "uid/1", "import db changed (dataobject/db)"},
 		{"a Secret changed, failed installation", mk(api.InstallationFailed), with("pw", "s/2", true), "uid/1", "import pw changed (secret/pw)"},
 		{"an import gone is no change", mk(api.InstallationSucceeded), with("db", "", false), "uid/1", ""},
+		{"an export of a sibling is left to it", mk(api.InstallationSucceeded), owned(with("db", "config/2", true)), "uid/1", ""},
+		{"an import of the parent's is left to it", mk(api.InstallationSucceeded), fromParent(with("db", "h2", true)), "uid/1", ""},
 		{"an import never recorded is no change", mk(api.InstallationSucceeded), append(with("db", "h1", true), Import{Name: "new", Exists: true}), "uid/1", ""},
 		{"the blueprint edited", mk(api.InstallationSucceeded), rec, "uid/2", "Blueprint  changed"},
 		{"aborted stays aborted", mk(api.InstallationAborted), with("db", "h2", true), "uid/2", ""},
@@ -264,6 +268,43 @@ func TestSiblingImporters_NamesWhoImportsWhat(t *testing.T) {
 	web.Spec.Imports.Data = []api.DataImport{{Name: "x", DataRef: "cluster"}} // a DataObject of that name is another thing
 	if got := SiblingImporters(infra, []*api.Installation{web, app}); len(got) != 1 || got[0] != "sibling web imports target cluster" {
 		t.Fatalf("SiblingImporters of a target = %v", got)
+	}
+}
+
+func TestHasImported_OnlyWhenEveryImportFromTheExporterIsAtItsNewGeneration(t *testing.T) {
+	db := mkInst("database", api.InstallationSucceeded, 1, 1)
+	db.OwnerReferences = []api.OwnerReference{{Kind: api.KindInstallation, Name: "shop", UID: "p", Controller: true}}
+	db.Spec.Exports.Data = []api.DataExport{{Name: "connection", DataRef: "db-connection"}}
+	db.Spec.Exports.Targets = []api.TargetExport{{Name: "kube", Target: "cluster"}}
+	app := func(gens ...api.ImportGeneration) *api.Installation {
+		in := mkInst("app", api.InstallationProgressing, 1, 1)
+		in.Status.ImportGenerations = gens
+		return in
+	}
+	data := func(gen string) api.ImportGeneration {
+		return api.ImportGeneration{Name: "db", Source: "dataobject/shop-db-connection", Generation: gen}
+	}
+	target := func(gen string) api.ImportGeneration {
+		return api.ImportGeneration{Name: "k", Source: "target/shop-cluster", Generation: gen}
+	}
+	other := api.ImportGeneration{Name: "x", Source: "value", Generation: "h"}
+	for _, tc := range []struct {
+		name string
+		in   *api.Installation
+		want bool
+	}{
+		{"nothing recorded yet", app(), false},
+		{"only other imports", app(other), false},
+		{"the data export at the new generation", app(data("config/g2"), other), true},
+		{"the data export at the old generation", app(data("config/g1")), false},
+		{"data new, target old", app(data("config/g2"), target("config/g1")), false},
+		{"data and target new", app(data("config/g2"), target("config/g2")), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := HasImported(tc.in, db, "g2"); got != tc.want {
+				t.Fatalf("HasImported = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

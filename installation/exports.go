@@ -16,9 +16,10 @@ import (
 
 // exportAndTrigger is standard steps 5 and 6 for a succeeded
 // installation: it renders the export executions, publishes each export
-// the installation maps as a DataObject in its context, records Succeeded
-// with the new configGeneration and, when that changed, adds the reconcile
-// annotation to the siblings that import the exports.
+// the installation maps as a DataObject or a Target in its context,
+// records Succeeded with the new configGeneration and, when that changed,
+// adds the reconcile annotation to the siblings that import the exports
+// (but those that rendered with them already: see HasImported).
 func (r *Reconciler) exportAndTrigger(ctx context.Context, inst *api.Installation, bp source, imps []Import) error {
 	gen, err := r.publish(ctx, inst, bp, imps)
 	if err != nil {
@@ -39,6 +40,10 @@ func (r *Reconciler) exportAndTrigger(ctx context.Context, inst *api.Installatio
 	}
 	for _, s := range r.caches.importers(inst) {
 		if s.Deleting() || s.Annotations[api.AnnotationOperation] != "" {
+			continue
+		}
+		if HasImported(s, inst, gen) {
+			trace.Check(ctx, "6. dependent %s rendered with these exports already", s.Name)
 			continue
 		}
 		if err := r.annotate(ctx, api.KindInstallation, &s.ObjectMeta, map[string]string{api.AnnotationOperation: api.OperationReconcile}); err != nil {

@@ -55,10 +55,12 @@ func start(t *testing.T) *env {
 	return e
 }
 
-// releaseExecutions plays the execution controller's deletion until the
-// test ends: executions are created with its finalizer, which it removes
-// from each execution being deleted (its deploy items, which the test
-// made, go with it through the garbage collector).
+// releaseExecutions plays what the execution controller does by itself
+// until the test ends (finish plays the rest): executions are created
+// with its finalizer, which it removes from each execution being deleted
+// (its deploy items, which the test made, go with it through the garbage
+// collector); and the re-check that the reconcile annotation asks of a
+// finished execution finds nothing to do and drops the annotation.
 func (e *env) releaseExecutions() {
 	for e.ctx.Err() == nil {
 		w, err := e.c.Watch(e.ctx, api.KindExecution, e.ns, api.ListOptions{})
@@ -67,10 +69,23 @@ func (e *env) releaseExecutions() {
 			continue
 		}
 		for ev := range w.Events() {
-			if o := ev.Object; o != nil && o.Deleting() && o.HasFinalizer(api.FinalizerExecution) {
+			o := ev.Object
+			if o == nil {
+				continue
+			}
+			// A Conflict on either write: the next event tries again.
+			switch {
+			case o.Deleting() && o.HasFinalizer(api.FinalizerExecution):
 				next := o.DeepCopy()
 				next.RemoveFinalizer(api.FinalizerExecution)
-				_, _ = e.c.Update(e.ctx, next) // a Conflict: the next event tries again
+				_, _ = e.c.Update(e.ctx, next)
+			case !o.Deleting() && o.Annotations[api.AnnotationOperation] == api.OperationReconcile:
+				var x api.Execution
+				if o.Into(&x) == nil && x.Status.ObservedGeneration == x.Generation && x.Status.Phase.Completed() {
+					next := o.DeepCopy()
+					delete(next.Annotations, api.AnnotationOperation)
+					_, _ = e.c.Update(e.ctx, next)
+				}
 			}
 		}
 		w.Stop()
