@@ -22,7 +22,7 @@ import (
 )
 
 // TestExample_PlatformTargetFlowsFromTheClusterToTheApp applies
-// examples/platform.yaml with the installation and execution controllers
+// examples/targets/platform.yaml with the installation and execution controllers
 // and the container deployer on a local runtime: the cluster's target
 // export becomes a Target in the platform's context, and the app's command
 // finds it in its imports file.
@@ -39,7 +39,7 @@ func TestExample_PlatformTargetFlowsFromTheClusterToTheApp(t *testing.T) {
 		manager.Controller{Name: "execution", Setup: func(tm *manager.Term) error { return execution.Setup(tm, execution.Options{}) }},
 		manager.Controller{Name: "deployer-container", Setup: container.Setup},
 	)
-	raw, err := os.ReadFile(filepath.Join("..", "examples", "platform.yaml"))
+	raw, err := os.ReadFile(filepath.Join("..", "examples", "targets", "platform.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
