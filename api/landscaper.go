@@ -63,6 +63,8 @@ const (
 	LabelContext = "cairn.dev/context"
 	// LabelDataRef is a DataObject's name within its context.
 	LabelDataRef = "cairn.dev/data-ref"
+	// LabelTargetRef is an exported Target's name within its context.
+	LabelTargetRef = "cairn.dev/target-ref"
 )
 
 // DeployPhase is the phase of an Execution or a DeployItem.
@@ -280,6 +282,11 @@ type InstallationStatus struct {
 	ObservedGeneration int64             `json:"observedGeneration,omitempty"`
 	// ImportGenerations are what each import was when last used.
 	ImportGenerations []ImportGeneration `json:"importGenerations,omitempty"`
+	// BlueprintGeneration is the version ("uid/generation") of the
+	// Blueprint the nested objects were last rendered from, recorded like
+	// an import's; empty for an inline blueprint, which the installation's
+	// own generation covers.
+	BlueprintGeneration string `json:"blueprintGeneration,omitempty"`
 	// ConfigGeneration changes each time the installation publishes new
 	// exports; importers compare it with what they recorded.
 	ConfigGeneration string     `json:"configGeneration,omitempty"`

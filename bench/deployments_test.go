@@ -225,7 +225,7 @@ func deleteAll(b *testing.B, c client.Interface, kind, selector string) {
 // BenchmarkSiblingChain: installations in a chain, each importing the
 // previous one's export (root installations: their exports are
 // DataObjects of the namespace). Reports the time until the last one has
-// succeeded for chains of 10, 50 and 100.
+// succeeded for chains of 10, 50 and 100, and the store writes per link.
 func BenchmarkSiblingChain(b *testing.B) {
 	for _, length := range []int{10, 50, 100} {
 		b.Run(fmt.Sprint(length), func(b *testing.B) {
@@ -241,6 +241,7 @@ func BenchmarkSiblingChain(b *testing.B) {
 				}
 				awaitInstallations(b, c, fmt.Sprint(rv0), length, 10*time.Minute)
 				b.ReportMetric(time.Since(start).Seconds(), "s/chain")
+				b.ReportMetric(float64(revision(b, c)-rv0)/float64(length), "writes/link")
 				deleteAll(b, c, api.KindInstallation, "bench=deploy")
 			}
 		})

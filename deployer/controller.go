@@ -127,11 +127,11 @@ func (k *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 		trace.Exit(ctx, "cache behind this deployer's last write: waiting for its watch event")
 		return controller.Result{}, nil
 	}
-	var d api.DeployItem
-	if err := obj.Into(&d); err != nil {
-		return controller.Result{}, controller.Terminal(fmt.Errorf("deployer: decode %s: %w", key, err))
+	d, err := controller.Decode[*api.DeployItem](obj)
+	if err != nil {
+		return controller.Result{}, controller.Terminal(fmt.Errorf("deployer: %w", err))
 	}
-	item := &Item{DeployItem: &d, Notify: func() { k.ctrl.Enqueue(key) }}
+	item := &Item{DeployItem: d, Notify: func() { k.ctrl.Enqueue(key) }}
 	op := d.Annotations[api.AnnotationOperation]
 	switch {
 	case d.Deleting():
@@ -461,34 +461,51 @@ func sanitize(uid string) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// publish writes exports into the item's export DataObject.
+// publish writes exports into the item's export DataObject. It creates
+// it first (an item's first run, the usual case, reads nothing); when it
+// exists it is read and updated, unless it holds those exports already.
 func (k *Controller) publish(ctx context.Context, d *api.DeployItem, exports json.RawMessage) (string, error) {
 	name := ExportName(d.Name)
+	obj, err := api.FromResource(&api.DataObject{
+		TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindDataObject},
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: d.Namespace,
+			OwnerReferences: []api.OwnerReference{api.OwnerRefTo(d, true)}},
+		Data: exports,
+	})
+	if err != nil {
+		return "", err
+	}
+	_, err = k.c.Create(ctx, obj)
+	if err == nil {
+		return name, nil
+	}
+	if !errors.Is(err, api.ErrAlreadyExists) {
+		return "", fmt.Errorf("deployer: create export DataObject %s: %w", name, err)
+	}
 	cur, err := k.c.Get(ctx, api.KindDataObject, d.Namespace, name)
-	switch {
-	case errors.Is(err, api.ErrNotFound):
-		obj, err := api.FromResource(&api.DataObject{
-			TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindDataObject},
-			ObjectMeta: api.ObjectMeta{Name: name, Namespace: d.Namespace,
-				OwnerReferences: []api.OwnerReference{api.OwnerRefTo(d, true)}},
-			Data: exports,
-		})
-		if err != nil {
-			return "", err
-		}
-		if _, err := k.c.Create(ctx, obj); err != nil {
-			return "", fmt.Errorf("deployer: create export DataObject %s: %w", name, err)
-		}
-	case err != nil:
+	if err != nil {
 		return "", fmt.Errorf("deployer: read export DataObject %s: %w", name, err)
-	default:
-		next := cur.DeepCopy()
-		next.SetField("data", exports)
-		if _, err := k.c.Update(ctx, next); err != nil {
-			return "", fmt.Errorf("deployer: update export DataObject %s: %w", name, err)
-		}
+	}
+	if sameJSON(cur.Field("data"), exports) {
+		return name, nil
+	}
+	next := cur.DeepCopy()
+	next.SetField("data", exports)
+	if _, err := k.c.Update(ctx, next); err != nil {
+		return "", fmt.Errorf("deployer: update export DataObject %s: %w", name, err)
 	}
 	return name, nil
+}
+
+// sameJSON reports whether a and b hold the same JSON value.
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
 }
 
 // ExportName is the name of the DataObject holding deploy item item's
@@ -503,7 +520,7 @@ func ExportName(item string) string {
 }
 
 func (k *Controller) writeStatus(ctx context.Context, key string, d *api.DeployItem) error {
-	obj, err := api.FromResource(d)
+	obj, err := controller.StatusUpdate(d, d.Status)
 	if err != nil {
 		return err
 	}

@@ -139,12 +139,16 @@ func TestDeployer_ReconcileAnnotationStartsANewRun(t *testing.T) {
 	r.item(e, "x")
 	first := e.WaitItem("x", "Succeeded", func(d api.DeployItem) bool { return d.Status.Phase == api.DeploySucceeded })
 	e.Patch(api.KindDeployItem, "x", `{"metadata":{"annotations":{"cairn.dev/operation":"reconcile"}}}`)
-	e.WaitItem("x", "run again", func(d api.DeployItem) bool {
+	second := e.WaitItem("x", "run again", func(d api.DeployItem) bool {
 		_, asked := d.Annotations[api.AnnotationOperation]
 		return !asked && d.Status.Phase == api.DeploySucceeded && d.Status.LastReconcileTime.After(first.Status.LastReconcileTime)
 	})
 	if runs, _ := r.counts(); runs != 2 {
 		t.Fatalf("%d runs, want 2", runs)
+	}
+	// The new run's exports replace the first run's in the same DataObject.
+	if got := e.Data(second.Status.ExportRef); got["run"] != deployer.RunID(second.UID, second.Generation, second.Status.LastReconcileTime) {
+		t.Fatalf("exports %v: want the run id of the second pickup", got)
 	}
 }
 

@@ -96,12 +96,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	if !ok {
 		return controller.Result{}, nil
 	}
-	var d api.DeployItem
-	if err := obj.Into(&d); err != nil {
-		return controller.Result{}, controller.Terminal(fmt.Errorf("deployitem: decode %s: %w", key, err))
+	d, err := controller.Decode[*api.DeployItem](obj)
+	if err != nil {
+		return controller.Result{}, controller.Terminal(fmt.Errorf("deployitem: %w", err))
 	}
 	now := r.opts.Now()
-	dec := Check(&d, now, r.opts.Timeouts)
+	dec := Check(d, now, r.opts.Timeouts)
 	for _, s := range dec.Steps {
 		trace.Check(ctx, "timeout %s", s)
 	}
@@ -109,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		e := *dec.Fail
 		e.Time = now.UTC()
 		d.Status.Phase, d.Status.ObservedGeneration, d.Status.LastError = api.DeployFailed, d.Generation, &e
-		out, err := api.FromResource(&d)
+		out, err := controller.StatusUpdate(d, d.Status)
 		if err != nil {
 			return controller.Result{}, err
 		}

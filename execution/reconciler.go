@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -110,11 +111,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		trace.Exit(ctx, "cache behind this controller's last write: waiting for its watch event")
 		return controller.Result{}, nil
 	}
-	var e api.Execution
-	if err := obj.Into(&e); err != nil {
-		return controller.Result{}, controller.Terminal(fmt.Errorf("execution: decode %s: %w", key, err))
+	e, err := controller.Decode[*api.Execution](obj)
+	if err != nil {
+		return controller.Result{}, controller.Terminal(fmt.Errorf("execution: %w", err))
 	}
-	s := Begin(&e)
+	s := Begin(e)
 	trace.Check(ctx, "operation: %s (%s)", s.Op, s.Reason)
 	if s.Op == OpIgnore {
 		trace.Exit(ctx, "ignored: %s", s.Reason)
@@ -122,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	if s.AddFinalizer {
 		e.AddFinalizer(api.FinalizerExecution)
-		if err := r.update(ctx, key, &e); err != nil {
+		if err := r.update(ctx, key, e); err != nil {
 			return controller.Result{}, err
 		}
 		trace.Action(ctx, "added finalizer %s", api.FinalizerExecution)
@@ -130,13 +131,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	switch s.Op {
 	case OpDelete:
 		trace.Subflow(ctx, "delete operation")
-		return controller.Result{}, r.deleteOp(ctx, key, &e)
+		return controller.Result{}, r.deleteOp(ctx, key, e)
 	case OpRecheck:
 		trace.Subflow(ctx, "re-check of deploy items")
-		return controller.Result{}, r.recheck(ctx, key, &e)
+		return controller.Result{}, r.recheck(ctx, key, e)
 	default:
 		trace.Subflow(ctx, "reconcile operation")
-		return controller.Result{}, r.reconcileOp(ctx, key, &e, s.Force)
+		return controller.Result{}, r.reconcileOp(ctx, key, e, s.Force)
 	}
 }
 
@@ -332,16 +333,20 @@ func (r *Reconciler) managed(ctx context.Context, e *api.Execution) (map[string]
 	return items, objs, nil
 }
 
+// itemOf is what the decisions need of a deploy item: its metadata and its
+// status (the spec, which may be large, is not decoded).
 func itemOf(name string, o *api.Object) (*Item, error) {
-	var d api.DeployItem
-	if err := o.Into(&d); err != nil {
-		return nil, fmt.Errorf("execution: decode deploy item %s: %w", o.Name, err)
+	var st api.DeployItemStatus
+	if raw := o.Field(api.FieldStatus); len(raw) > 0 {
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return nil, fmt.Errorf("execution: decode the status of deploy item %s: %w", o.Name, err)
+		}
 	}
+	op := o.Annotations[api.AnnotationOperation]
 	return &Item{
-		Name: name, Ref: d.Name, Generation: d.Generation, ObservedGeneration: d.Status.ObservedGeneration,
-		Phase: d.Status.Phase, Deleting: d.Deleting(), LastError: d.Status.LastError, ExportRef: d.Status.ExportRef,
-		Pending: d.Annotations[api.AnnotationOperation] == api.OperationReconcile ||
-			d.Annotations[api.AnnotationOperation] == api.OperationForceReconcile,
+		Name: name, Ref: o.Name, Generation: o.Generation, ObservedGeneration: st.ObservedGeneration,
+		Phase: st.Phase, Deleting: o.Deleting(), LastError: st.LastError, ExportRef: st.ExportRef,
+		Pending: op == api.OperationReconcile || op == api.OperationForceReconcile,
 	}, nil
 }
 

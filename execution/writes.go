@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/trace"
 )
 
@@ -147,34 +148,35 @@ func (r *Reconciler) collectExports(ctx context.Context, e *api.Execution, items
 		return "", fmt.Errorf("execution: encode exports: %w", err)
 	}
 	name := ExportName(e.Name)
+	obj, err := api.FromResource(&api.DataObject{
+		TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindDataObject},
+		ObjectMeta: api.ObjectMeta{Name: name, Namespace: e.Namespace,
+			Labels:          map[string]string{api.LabelExecution: e.Name},
+			OwnerReferences: []api.OwnerReference{api.OwnerRefTo(e, true)}},
+		Data: data,
+	})
+	if err != nil {
+		return "", err
+	}
+	// Created first: the first collection, the usual case, reads nothing.
+	_, err = r.c.Create(ctx, obj)
+	if err == nil {
+		return name, nil
+	}
+	if !errors.Is(err, api.ErrAlreadyExists) {
+		return "", fmt.Errorf("execution: create export DataObject %s: %w", name, err)
+	}
 	cur, err := r.c.Get(ctx, api.KindDataObject, e.Namespace, name)
-	switch {
-	case errors.Is(err, api.ErrNotFound):
-		do := &api.DataObject{
-			TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindDataObject},
-			ObjectMeta: api.ObjectMeta{Name: name, Namespace: e.Namespace,
-				Labels:          map[string]string{api.LabelExecution: e.Name},
-				OwnerReferences: []api.OwnerReference{api.OwnerRefTo(e, true)}},
-			Data: data,
-		}
-		obj, err := api.FromResource(do)
-		if err != nil {
-			return "", err
-		}
-		if _, err := r.c.Create(ctx, obj); err != nil {
-			return "", fmt.Errorf("execution: create export DataObject %s: %w", name, err)
-		}
-	case err != nil:
+	if err != nil {
 		return "", fmt.Errorf("execution: read export DataObject %s: %w", name, err)
-	default:
-		if jsonEqual(cur.Field("data"), data) {
-			return name, nil
-		}
-		next := cur.DeepCopy()
-		next.SetField("data", data)
-		if _, err := r.c.Update(ctx, next); err != nil {
-			return "", fmt.Errorf("execution: update export DataObject %s: %w", name, err)
-		}
+	}
+	if jsonEqual(cur.Field("data"), data) {
+		return name, nil
+	}
+	next := cur.DeepCopy()
+	next.SetField("data", data)
+	if _, err := r.c.Update(ctx, next); err != nil {
+		return "", fmt.Errorf("execution: update export DataObject %s: %w", name, err)
 	}
 	return name, nil
 }
@@ -201,7 +203,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, key string, e *api.Executi
 		return nil
 	}
 	e.Status = st
-	obj, err := api.FromResource(e)
+	obj, err := controller.StatusUpdate(e, st)
 	if err != nil {
 		return err
 	}

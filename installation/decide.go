@@ -1,7 +1,7 @@
 // Package installation is the Installation controller: it renders an
 // installation's blueprint into an Execution and nested Installations,
-// publishes its exports as DataObjects and triggers the installations that
-// import them, following the Landscaper reconciliation flow (core logic,
+// publishes its exports as DataObjects and Targets and triggers the
+// installations that import them, following the Landscaper reconciliation flow (core logic,
 // standard reconcile, force reconcile, deletion) step by step.
 //
 // The decisions are plain functions over plain data (this file, with
@@ -12,8 +12,6 @@
 package installation
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -189,10 +187,11 @@ func Generations(imps []Import) []api.ImportGeneration {
 }
 
 // UpdateRequired is standard step 4: whether the installation or any of
-// its imports changed since the nested objects were last updated, or a
-// failed (aborted) installation is asked to reconcile again. It returns
-// why, for the trace ("" when no update is required).
-func UpdateRequired(inst *api.Installation, imps []Import) string {
+// its imports changed since the nested objects were last updated, or its
+// Blueprint (bp, its version: "" for an inline one; compared only once
+// recorded), or a failed (aborted) installation is asked to reconcile
+// again. It returns why, for the trace ("" when no update is required).
+func UpdateRequired(inst *api.Installation, imps []Import, bp string) string {
 	if inst.Status.ObservedGeneration != inst.Generation {
 		return fmt.Sprintf("generation %d is not observed (%d)", inst.Generation, inst.Status.ObservedGeneration)
 	}
@@ -208,11 +207,52 @@ func UpdateRequired(inst *api.Installation, imps []Import) string {
 			return fmt.Sprintf("import %s changed (%s)", g.Name, g.Source)
 		}
 	}
+	if why := blueprintChanged(inst, bp); why != "" {
+		return why
+	}
 	if inst.Annotations[api.AnnotationOperation] == api.OperationReconcile &&
 		(inst.Status.Phase == api.InstallationFailed || inst.Status.Phase == api.InstallationAborted) {
 		return fmt.Sprintf("a %s installation is asked to reconcile again", inst.Status.Phase)
 	}
 	return ""
+}
+
+func blueprintChanged(inst *api.Installation, bp string) string {
+	if rec := inst.Status.BlueprintGeneration; rec != "" && bp != "" && rec != bp {
+		return fmt.Sprintf("Blueprint %s changed (%s, rendered from %s)", inst.Spec.Blueprint.Ref, bp, rec)
+	}
+	return ""
+}
+
+// InputsChanged is the part of core step 5 that cairn adds: whether an
+// input of a final, unmodified installation changed since it last
+// rendered its nested objects: an existing import whose source or
+// generation is not the one recorded, or its Blueprint (bp, as in
+// UpdateRequired). Imports that an installation publishes are left out:
+// their exporter triggers its importers (standard step 6), and a parent
+// its nested installations. What was never recorded is not compared, and
+// an import that is gone is not a change (its absence undeploys nothing).
+// An Aborted installation stays as it is until reconciled by hand. It
+// returns why ("" when nothing changed).
+func InputsChanged(inst *api.Installation, imps []Import, bp string) string {
+	if inst.Status.Phase == api.InstallationAborted {
+		return ""
+	}
+	cur := map[string]api.ImportGeneration{}
+	for _, g := range Generations(imps) {
+		cur[g.Name] = g
+	}
+	for i := range imps {
+		if im := &imps[i]; !im.Exists || im.Owner != "" || im.FromParent {
+			delete(cur, im.Name)
+		}
+	}
+	for _, old := range inst.Status.ImportGenerations {
+		if g, ok := cur[old.Name]; ok && g != old {
+			return fmt.Sprintf("import %s changed (%s)", g.Name, g.Source)
+		}
+	}
+	return blueprintChanged(inst, bp)
 }
 
 // Unsatisfied is the check shared by standard step 4.1 and force step 1:
@@ -234,44 +274,124 @@ func Unsatisfied(imps []Import) []string {
 	return out
 }
 
+// Blocker is one reason why an installation cannot update its nested
+// objects now: what it waits for, which stays the same while it waits
+// (lastError says it, so that it is not rewritten whenever the awaited
+// object moves), and the awaited object's state at this reconcile (the
+// trace says it too), e.g. "import db waits for sibling database" and
+// "Progressing".
+type Blocker struct {
+	Waits string
+	State string
+}
+
+func (b Blocker) String() string {
+	if b.State == "" {
+		return b.Waits
+	}
+	return b.Waits + " (" + b.State + ")"
+}
+
+// JoinBlockers joins blockers with "; ", with their states (for the
+// trace) or without (for lastError).
+func JoinBlockers(bs []Blocker, withState bool) string {
+	parts := make([]string, len(bs))
+	for i, b := range bs {
+		parts[i] = b.Waits
+		if withState {
+			parts[i] = b.String()
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Blockers is standard step 4.1: why the nested objects cannot be updated
 // now (nil when they can). siblings are the installations of the same
-// context by name; parent is nil for a root installation.
-func Blockers(parent *api.Installation, siblings map[string]*api.Installation, imps []Import) []string {
-	var out []string
+// context by name; parent is nil for a root installation. An import that
+// waits for a sibling is not also reported as missing: the sibling
+// exports it when it succeeds.
+func Blockers(parent *api.Installation, siblings map[string]*api.Installation, imps []Import) []Blocker {
+	var out []Blocker
 	seen := map[string]bool{}
+	waiting := map[string]bool{}
 	for _, im := range imps {
 		for _, name := range im.Exporters {
-			if seen[name] {
-				continue
-			}
-			seen[name] = true
 			s, ok := siblings[name]
 			if !ok {
 				continue
 			}
+			waits := fmt.Sprintf("import %s waits for sibling %s", im.Name, name)
+			var state string
 			switch {
 			case s.Status.Phase != api.InstallationSucceeded:
-				out = append(out, fmt.Sprintf("import %s waits for sibling %s (%s)", im.Name, name, orNone(string(s.Status.Phase))))
+				state = orNone(string(s.Status.Phase))
 			case s.Status.ObservedGeneration != s.Generation:
-				out = append(out, fmt.Sprintf("import %s waits for sibling %s (generation %d not observed yet)", im.Name, name, s.Generation))
+				state = fmt.Sprintf("generation %d not observed yet", s.Generation)
 			case s.Annotations[api.AnnotationOperation] == api.OperationReconcile || s.Annotations[api.AnnotationOperation] == api.OperationForceReconcile:
-				out = append(out, fmt.Sprintf("import %s waits for sibling %s (queued for %s)", im.Name, name, s.Annotations[api.AnnotationOperation]))
+				state = "queued for " + s.Annotations[api.AnnotationOperation]
+			default:
+				continue
+			}
+			waiting[im.Name] = true
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, Blocker{Waits: waits, State: state})
 			}
 		}
 	}
 	if parent != nil && parent.Status.Phase != api.InstallationProgressing {
-		out = append(out, fmt.Sprintf("parent %s is %s, not Progressing", parent.Name, orNone(string(parent.Status.Phase))))
+		out = append(out, Blocker{Waits: fmt.Sprintf("parent %s is not Progressing", parent.Name), State: orNone(string(parent.Status.Phase))})
 	}
-	return append(out, Unsatisfied(imps)...)
+	for _, im := range imps {
+		if waiting[im.Name] {
+			continue
+		}
+		for _, why := range Unsatisfied([]Import{im}) {
+			out = append(out, Blocker{Waits: why})
+		}
+	}
+	return out
+}
+
+// HasImported reports whether importer has already rendered with the
+// exports exporter published as configGeneration gen: it recorded every
+// import it takes from exporter's DataObjects and Targets at that
+// generation. Standard step 6 does not trigger such an importer again
+// (it ran with these exports already, e.g. because the exporter's status
+// event reached it first). An importer that recorded none of them has
+// not rendered with them.
+func HasImported(importer, exporter *api.Installation, gen string) bool {
+	ctx := contextOf(&exporter.ObjectMeta)
+	sources := map[string]bool{}
+	for _, e := range exporter.Spec.Exports.Data {
+		sources["dataobject/"+DataObjectName(ctx, e.DataRef)] = true
+	}
+	for _, e := range exporter.Spec.Exports.Targets {
+		sources["target/"+TargetName(ctx, e.Target)] = true
+	}
+	found := false
+	for _, g := range importer.Status.ImportGenerations {
+		if !sources[g.Source] {
+			continue
+		}
+		if g.Generation != "config/"+gen {
+			return false
+		}
+		found = true
+	}
+	return found
 }
 
 // SiblingImporters is deletion step 2: the live siblings that import a
-// dataRef inst exports, as "sibling X imports Y".
+// dataRef or a target inst exports, as "sibling X imports Y" ("imports
+// target Y").
 func SiblingImporters(inst *api.Installation, siblings []*api.Installation) []string {
-	exported := map[string]bool{}
+	data, targets := map[string]bool{}, map[string]bool{}
 	for _, e := range inst.Spec.Exports.Data {
-		exported[e.DataRef] = true
+		data[e.DataRef] = true
+	}
+	for _, e := range inst.Spec.Exports.Targets {
+		targets[e.Target] = true
 	}
 	var out []string
 	for _, s := range siblings {
@@ -279,13 +399,63 @@ func SiblingImporters(inst *api.Installation, siblings []*api.Installation) []st
 			continue
 		}
 		for _, d := range s.Spec.Imports.Data {
-			if d.DataRef != "" && exported[d.DataRef] {
+			if d.DataRef != "" && data[d.DataRef] {
 				out = append(out, fmt.Sprintf("sibling %s imports %s", s.Name, d.DataRef))
+			}
+		}
+		for _, t := range s.Spec.Imports.Targets {
+			if targets[t.Target] {
+				out = append(out, fmt.Sprintf("sibling %s imports target %s", s.Name, t.Target))
 			}
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TargetSpecOf checks the rendered value v of the export name, published
+// as a Target, and returns the Target's spec: v must be an object with a
+// non-empty string type and, optionally, a config (any JSON); a name (as
+// a target import's value has) is ignored. declared is the type the
+// blueprint declares the export with ("" when it does not declare it),
+// which must not be data.
+func TargetSpecOf(name, declared string, v json.RawMessage) (api.TargetSpec, error) {
+	if declared == api.ParameterData {
+		return api.TargetSpec{}, fmt.Errorf("export %q is published as a Target, but the blueprint declares it as data (type: target)", name)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(v, &fields); err != nil || fields == nil {
+		return api.TargetSpec{}, fmt.Errorf("export %q is published as a Target: it must render an object {type, config}, not %s", name, clip(v))
+	}
+	var spec api.TargetSpec
+	for k, raw := range fields {
+		switch k {
+		case "type":
+			if json.Unmarshal(raw, &spec.Type) != nil {
+				return api.TargetSpec{}, fmt.Errorf("export %q is published as a Target: its type must be a string, not %s", name, clip(raw))
+			}
+		case "config":
+			if string(raw) != "null" {
+				spec.Config = raw
+			}
+		case "name":
+		default:
+			return api.TargetSpec{}, fmt.Errorf("export %q is published as a Target: unknown field %q (a Target has type and config)", name, k)
+		}
+	}
+	if spec.Type == "" {
+		return api.TargetSpec{}, fmt.Errorf("export %q is published as a Target: its type is missing", name)
+	}
+	return spec, nil
+}
+
+// clip shortens a rendered value for an error message.
+func clip(v json.RawMessage) string {
+	const max = 60
+	if len(v) <= max {
+		return string(v)
+	}
+	return string(v[:max]) + "..."
 }
 
 // Retry is the automatic reconcile's decision for a root installation in
@@ -361,41 +531,4 @@ func AutomaticReconcile(inst *api.Installation, hasParent bool, last, now time.T
 		return Retry{Now: true}
 	}
 	return Retry{}
-}
-
-// Hash returns a short, stable hash of JSON-encodable values: the
-// generation of a value import and an installation's configGeneration.
-func Hash(v any) string {
-	b, _ := json.Marshal(v)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
-}
-
-// maxName is the longest object name (a DNS-1123 label).
-const maxName = 63
-
-// ChildName is the name of the nested installation made from a parent's
-// subinstallation template: "<parent>-<template>", shortened with a hash
-// when that is too long.
-func ChildName(parent, sub string) string {
-	return joinName(parent, sub)
-}
-
-// DataObjectName is the name of the DataObject holding dataRef in a
-// context: the dataRef itself in a namespace's root context (""), else
-// "<context>-<dataRef>" (shortened with a hash when too long).
-func DataObjectName(context, dataRef string) string {
-	if context == "" {
-		return dataRef
-	}
-	return joinName(context, dataRef)
-}
-
-func joinName(a, b string) string {
-	n := a + "-" + b
-	if len(n) <= maxName {
-		return n
-	}
-	h := Hash(n)[:8]
-	return strings.TrimRight(n[:maxName-9], "-") + "-" + h
 }

@@ -1,6 +1,7 @@
 package installation
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -100,35 +101,87 @@ func TestUpdateRequired(t *testing.T) {
 		in.Status.ImportGenerations = Generations(imps)
 		return in
 	}
+	recordBlueprint := func(in *api.Installation) []Import { in.Status.BlueprintGeneration = "uid/1"; return imps }
 	for _, tc := range []struct {
 		name   string
 		change func(in *api.Installation) []Import
+		bp     string
 		want   string
 	}{
-		{"nothing changed", func(*api.Installation) []Import { return imps }, ""},
-		{"generation changed", func(in *api.Installation) []Import { in.Generation = 3; return imps }, "generation 3"},
+		{"nothing changed", func(*api.Installation) []Import { return imps }, "", ""},
+		{"blueprint unchanged", recordBlueprint, "uid/1", ""},
+		{"blueprint edited", recordBlueprint, "uid/2", "Blueprint  changed (uid/2, rendered from uid/1)"},
+		{"blueprint recreated", recordBlueprint, "other/1", "Blueprint  changed"},
+		{"blueprint version never recorded", func(*api.Installation) []Import { return imps }, "uid/2", ""},
+		{"blueprint missing now", recordBlueprint, "", ""},
+		{"generation changed", func(in *api.Installation) []Import { in.Generation = 3; return imps }, "", "generation 3"},
 		{"import generation changed", func(*api.Installation) []Import {
 			return []Import{{Name: "db", Source: "dataobject/db", Generation: "config/2"}}
-		}, "import db changed"},
+		}, "", "import db changed"},
 		{"import source changed", func(*api.Installation) []Import {
 			return []Import{{Name: "db", Source: "value", Generation: "config/1"}}
-		}, "import db changed"},
-		{"import added", func(*api.Installation) []Import { return append(imps, Import{Name: "x"}) }, "set of imports"},
+		}, "", "import db changed"},
+		{"import added", func(*api.Installation) []Import { return append(imps, Import{Name: "x"}) }, "", "set of imports"},
 		{"failed and asked to reconcile", func(in *api.Installation) []Import {
 			in.Status.Phase = api.InstallationFailed
 			in.Annotations = map[string]string{api.AnnotationOperation: api.OperationReconcile}
 			return imps
-		}, "Failed installation"},
+		}, "", "Failed installation"},
 		{"succeeded and asked to reconcile", func(in *api.Installation) []Import {
 			in.Annotations = map[string]string{api.AnnotationOperation: api.OperationReconcile}
 			return imps
-		}, ""},
+		}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := base()
-			got := UpdateRequired(in, tc.change(in))
+			got := UpdateRequired(in, tc.change(in), tc.bp)
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Fatalf("UpdateRequired = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestInputsChanged_ComparesWhatWasRecorded(t *testing.T) {
+	rec := []Import{{Name: "db", Source: "dataobject/db", Exists: true, Generation: "h1"}, {Name: "pw", Source: "secret/pw", Exists: true, Generation: "s/1"}}
+	mk := func(phase api.InstallationPhase) *api.Installation {
+		in := mkInst("a", phase, 1, 1)
+		in.Status.ImportGenerations = Generations(rec)
+		in.Status.BlueprintGeneration = "uid/1"
+		return in
+	}
+	with := func(name, gen string, exists bool) []Import {
+		out := append([]Import(nil), rec...)
+		for i := range out {
+			if out[i].Name == name {
+				out[i].Generation, out[i].Exists = gen, exists
+			}
+		}
+		return out
+	}
+	owned := func(imps []Import) []Import { imps[0].Owner = "database"; return imps }
+	fromParent := func(imps []Import) []Import { imps[0].FromParent = true; return imps }
+	for _, tc := range []struct {
+		name string
+		in   *api.Installation
+		imps []Import
+		bp   string
+		want string
+	}{
+		{"nothing changed", mk(api.InstallationSucceeded), rec, "uid/1", ""},
+		{"a DataObject changed", mk(api.InstallationSucceeded), with("db", "h2", true), "uid/1", "import db changed (dataobject/db)"},
+		{"a Secret changed, failed installation", mk(api.InstallationFailed), with("pw", "s/2", true), "uid/1", "import pw changed (secret/pw)"},
+		{"an import gone is no change", mk(api.InstallationSucceeded), with("db", "", false), "uid/1", ""},
+		{"an export of a sibling is left to it", mk(api.InstallationSucceeded), owned(with("db", "config/2", true)), "uid/1", ""},
+		{"an import of the parent's is left to it", mk(api.InstallationSucceeded), fromParent(with("db", "h2", true)), "uid/1", ""},
+		{"an import never recorded is no change", mk(api.InstallationSucceeded), append(with("db", "h1", true), Import{Name: "new", Exists: true}), "uid/1", ""},
+		{"the blueprint edited", mk(api.InstallationSucceeded), rec, "uid/2", "Blueprint  changed"},
+		{"aborted stays aborted", mk(api.InstallationAborted), with("db", "h2", true), "uid/2", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := InputsChanged(tc.in, tc.imps, tc.bp)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Fatalf("InputsChanged = %q, want %q", got, tc.want)
 			}
 		})
 	}
@@ -153,18 +206,45 @@ func TestBlockers_EveryConditionOfStep41(t *testing.T) {
 		{"sibling not up to date", progressing, dep(api.InstallationSucceeded, 2, 1), []Import{ok}, "generation 2 not observed"},
 		{"sibling queued for reconcile", progressing, dep(api.InstallationSucceeded, 1, 1, api.AnnotationOperation, api.OperationReconcile), []Import{ok}, "queued for reconcile"},
 		{"sibling queued for force-reconcile", progressing, dep(api.InstallationSucceeded, 1, 1, api.AnnotationOperation, api.OperationForceReconcile), []Import{ok}, "queued for force-reconcile"},
-		{"parent not Progressing", mkInst("parent", api.InstallationSucceeded, 1, 1), dep(api.InstallationSucceeded, 1, 1), []Import{ok}, "parent parent is Succeeded, not Progressing"},
+		{"parent not Progressing", mkInst("parent", api.InstallationSucceeded, 1, 1), dep(api.InstallationSucceeded, 1, 1), []Import{ok}, "parent parent is not Progressing (Succeeded)"},
 		{"import missing", nil, nil, []Import{{Name: "x", Source: "dataobject/x"}}, "import x: dataobject/x does not exist"},
 		{"import missing, sibling will export it", progressing, dep(api.InstallationSucceeded, 1, 1), []Import{{Name: "db", Source: "dataobject/db", Exporters: []string{"database"}}}, "waits for sibling database to export"},
+		{"import missing while its exporter runs: the sibling alone", progressing, dep(api.InstallationProgressing, 1, 1), []Import{{Name: "db", Source: "dataobject/db", Exporters: []string{"database"}}}, "import db waits for sibling database (Progressing)"},
 		{"import owned by a stranger", nil, nil, []Import{{Name: "db", Source: "dataobject/db", Exists: true, Owner: "elsewhere"}}, "owned by installation elsewhere"},
 		{"import of the parent's import", progressing, nil, []Import{{Name: "p", Source: "parent/x:p", Exists: true, FromParent: true, Owner: ""}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := strings.Join(Blockers(tc.parent, tc.siblings, tc.imps), "; ")
+			got := JoinBlockers(Blockers(tc.parent, tc.siblings, tc.imps), true)
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Fatalf("Blockers = %q, want %q", got, tc.want)
 			}
+			if strings.Contains(tc.name, "the sibling alone") && strings.Contains(got, "to export") {
+				t.Fatalf("Blockers = %q: the import of a running sibling is reported missing too", got)
+			}
 		})
+	}
+}
+
+func TestBlockers_LastErrorStaysTheSameWhileTheSiblingMoves(t *testing.T) {
+	im := []Import{{Name: "db", Source: "dataobject/db", Exporters: []string{"database"}}}
+	parent := mkInst("parent", api.InstallationProgressing, 1, 1)
+	want := "import db waits for sibling database"
+	states := map[string]bool{}
+	for _, s := range []*api.Installation{
+		mkInst("database", "", 1, 0),
+		mkInst("database", api.InstallationPendingDependencies, 1, 0),
+		mkInst("database", api.InstallationProgressing, 1, 1),
+		mkInst("database", api.InstallationSucceeded, 2, 1),
+		mkInst("database", api.InstallationSucceeded, 1, 1, api.AnnotationOperation, api.OperationReconcile),
+	} {
+		b := Blockers(parent, map[string]*api.Installation{"database": s}, im)
+		if got := JoinBlockers(b, false); got != want {
+			t.Fatalf("lastError message %q while the sibling is %s, want %q", got, JoinBlockers(b, true), want)
+		}
+		states[JoinBlockers(b, true)] = true
+	}
+	if len(states) != 5 {
+		t.Fatalf("the trace should tell the five states apart: %v", states)
 	}
 }
 
@@ -180,6 +260,82 @@ func TestSiblingImporters_NamesWhoImportsWhat(t *testing.T) {
 	}
 	if got := SiblingImporters(db, []*api.Installation{other}); len(got) != 0 {
 		t.Fatalf("SiblingImporters = %v, want none", got)
+	}
+	infra := mkInst("infra", api.InstallationSucceeded, 1, 1)
+	infra.Spec.Exports.Targets = []api.TargetExport{{Name: "kube", Target: "cluster"}}
+	web := mkInst("web", api.InstallationSucceeded, 1, 1)
+	web.Spec.Imports.Targets = []api.TargetImport{{Name: "k", Target: "cluster"}}
+	web.Spec.Imports.Data = []api.DataImport{{Name: "x", DataRef: "cluster"}} // a DataObject of that name is another thing
+	if got := SiblingImporters(infra, []*api.Installation{web, app}); len(got) != 1 || got[0] != "sibling web imports target cluster" {
+		t.Fatalf("SiblingImporters of a target = %v", got)
+	}
+}
+
+func TestHasImported_OnlyWhenEveryImportFromTheExporterIsAtItsNewGeneration(t *testing.T) {
+	db := mkInst("database", api.InstallationSucceeded, 1, 1)
+	db.OwnerReferences = []api.OwnerReference{{Kind: api.KindInstallation, Name: "shop", UID: "p", Controller: true}}
+	db.Spec.Exports.Data = []api.DataExport{{Name: "connection", DataRef: "db-connection"}}
+	db.Spec.Exports.Targets = []api.TargetExport{{Name: "kube", Target: "cluster"}}
+	app := func(gens ...api.ImportGeneration) *api.Installation {
+		in := mkInst("app", api.InstallationProgressing, 1, 1)
+		in.Status.ImportGenerations = gens
+		return in
+	}
+	data := func(gen string) api.ImportGeneration {
+		return api.ImportGeneration{Name: "db", Source: "dataobject/shop-db-connection", Generation: gen}
+	}
+	target := func(gen string) api.ImportGeneration {
+		return api.ImportGeneration{Name: "k", Source: "target/shop-cluster", Generation: gen}
+	}
+	other := api.ImportGeneration{Name: "x", Source: "value", Generation: "h"}
+	for _, tc := range []struct {
+		name string
+		in   *api.Installation
+		want bool
+	}{
+		{"nothing recorded yet", app(), false},
+		{"only other imports", app(other), false},
+		{"the data export at the new generation", app(data("config/g2"), other), true},
+		{"the data export at the old generation", app(data("config/g1")), false},
+		{"data new, target old", app(data("config/g2"), target("config/g1")), false},
+		{"data and target new", app(data("config/g2"), target("config/g2")), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := HasImported(tc.in, db, "g2"); got != tc.want {
+				t.Fatalf("HasImported = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTargetSpecOf_ChecksTheRenderedValue(t *testing.T) {
+	for _, tc := range []struct {
+		name, declared, value string
+		want                  string // the spec as JSON, or what the error says
+		ok                    bool
+	}{
+		{"type and config", api.ParameterTarget, `{"type":"kubernetes","config":{"endpoint":"k"}}`, `{"type":"kubernetes","config":{"endpoint":"k"}}`, true},
+		{"undeclared export", "", `{"type":"ssh"}`, `{"type":"ssh"}`, true},
+		{"an imported target passed on (its name ignored)", api.ParameterTarget, `{"name":"prod","type":"ssh","config":null}`, `{"type":"ssh"}`, true},
+		{"declared as data", api.ParameterData, `{"type":"ssh"}`, "declares it as data", false},
+		{"not an object", api.ParameterTarget, `"just-a-string"`, `must render an object {type, config}, not "just-a-string"`, false},
+		{"no type", api.ParameterTarget, `{"config":{}}`, "its type is missing", false},
+		{"type not a string", api.ParameterTarget, `{"type":3}`, "its type must be a string", false},
+		{"unknown field", api.ParameterTarget, `{"type":"ssh","host":"x"}`, `unknown field "host"`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, err := TargetSpecOf("kube", tc.declared, json.RawMessage(tc.value))
+			if !tc.ok {
+				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `export "kube"`) {
+					t.Fatalf("TargetSpecOf = %v, want an error naming the export and saying %q", err, tc.want)
+				}
+				return
+			}
+			got, _ := json.Marshal(spec)
+			if err != nil || string(got) != tc.want {
+				t.Fatalf("TargetSpecOf = %s, %v; want %s", got, err, tc.want)
+			}
+		})
 	}
 }
 

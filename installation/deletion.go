@@ -33,7 +33,7 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 			trace.Exit(ctx, "1.1 cannot update the nested objects: %s", strings.Join(bad, "; "))
 			return controller.Result{}, fmt.Errorf("installation %s: cannot update before deletion: %s", inst.Name, strings.Join(bad, "; "))
 		default:
-			if _, _, err := r.update(ctx, inst, imps, ""); err != nil {
+			if _, _, err := r.update(ctx, inst, r.caches.blueprint(inst), imps, ""); err != nil {
 				var f *failure
 				if !errors.As(err, &f) {
 					return controller.Result{}, err
@@ -78,8 +78,8 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 	// 3. Compute combined phase.
 	phase, why, ok := r.combined(inst)
 	if !ok {
-		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects; looking again")
-		return controller.Result{RequeueAfter: staleRetry}, nil
+		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects: waiting for their watch events")
+		return controller.Result{RequeueAfter: expectFor}, nil
 	}
 	// 4. Shortcut deletion for empty installations.
 	if phase == "" {
@@ -109,14 +109,15 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 		if err != nil {
 			return controller.Result{}, err
 		}
-		if reason := UpdateRequired(inst, imps); reason != "" {
+		bp := r.caches.blueprint(inst)
+		if reason := UpdateRequired(inst, imps, bp.version); reason != "" {
 			if bad := Unsatisfied(imps); len(bad) > 0 {
 				trace.Exit(ctx, "6. update required (%s) but imports unsatisfied: %s", reason, strings.Join(bad, "; "))
 				return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
 					s.LastError = r.lastError(s.LastError, ReasonPendingDependencies, strings.Join(bad, "; "))
 				})
 			}
-			if _, _, err := r.update(ctx, inst, imps, ""); err != nil {
+			if _, _, err := r.update(ctx, inst, bp, imps, ""); err != nil {
 				var f *failure
 				if !errors.As(err, &f) {
 					return controller.Result{}, err

@@ -27,7 +27,8 @@ const wait = 60 * time.Second
 
 // env is a real API server with the installation controller and the
 // garbage collector running against it; the test plays the execution
-// controller by writing Execution status through the API.
+// controller by writing Execution status through the API (finish), and
+// releaseExecutions plays its deletion.
 type env struct {
 	t      *testing.T
 	c      client.Interface
@@ -45,12 +46,50 @@ func start(t *testing.T) *env {
 	traces := trace.NewStore(10, 1000)
 	ctrl := installation.New(c, installation.Options{Workers: 4, Logger: log, Traces: traces})
 	col := gc.New(c, gc.Options{Logger: log})
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 3)
+	e := &env{t: t, c: c, ctx: ctx, traces: traces, ns: "default"}
 	go func() { _ = ctrl.Run(ctx); done <- struct{}{} }()
 	go func() { _ = col.Run(ctx); done <- struct{}{} }()
-	t.Cleanup(func() { cancel(); <-done; <-done })
-	e := &env{t: t, c: c, ctx: ctx, traces: traces, ns: "default"}
+	go func() { e.releaseExecutions(); done <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-done; <-done; <-done })
 	return e
+}
+
+// releaseExecutions plays what the execution controller does by itself
+// until the test ends (finish plays the rest): executions are created
+// with its finalizer, which it removes from each execution being deleted
+// (its deploy items, which the test made, go with it through the garbage
+// collector); and the re-check that the reconcile annotation asks of a
+// finished execution finds nothing to do and drops the annotation.
+func (e *env) releaseExecutions() {
+	for e.ctx.Err() == nil {
+		w, err := e.c.Watch(e.ctx, api.KindExecution, e.ns, api.ListOptions{})
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		for ev := range w.Events() {
+			o := ev.Object
+			if o == nil {
+				continue
+			}
+			// A Conflict on either write: the next event tries again.
+			switch {
+			case o.Deleting() && o.HasFinalizer(api.FinalizerExecution):
+				next := o.DeepCopy()
+				next.RemoveFinalizer(api.FinalizerExecution)
+				_, _ = e.c.Update(e.ctx, next)
+			case !o.Deleting() && o.Annotations[api.AnnotationOperation] == api.OperationReconcile:
+				var x api.Execution
+				if o.Into(&x) == nil && x.Status.ObservedGeneration == x.Generation && x.Status.Phase.Completed() {
+					next := o.DeepCopy()
+					delete(next.Annotations, api.AnnotationOperation)
+					_, _ = e.c.Update(e.ctx, next)
+				}
+			}
+		}
+		w.Stop()
+	}
 }
 
 // apply creates the YAML documents (separated by "---") in e.ns.
@@ -142,7 +181,9 @@ func (e *env) waitGone(kind, name string) {
 // exist at a generation newer than after, removes its operation
 // annotation, and records phase for its current generation; exports (by
 // deploy item name) are published the way deployers do, through a
-// DeployItem's status.exportRef. It returns the generation it finished.
+// DeployItem's status.exportRef, and collected the way the execution
+// controller does, into the DataObject its status.exportRef names. It
+// returns the generation it finished.
 func (e *env) finish(name string, after int64, phase api.DeployPhase, exports map[string]any) int64 {
 	e.t.Helper()
 	var gen int64
@@ -196,6 +237,11 @@ func (e *env) finish(name string, after int64, phase api.DeployPhase, exports ma
 			refs = append(refs, api.DeployItemRef{Name: it.Name, Ref: diName, ExecutionGeneration: ex.Generation, DeployItemGeneration: cur.Generation})
 		}
 		ex.Status = api.ExecutionStatus{Phase: phase, ObservedGeneration: ex.Generation, DeployItems: refs}
+		if phase == api.DeploySucceeded {
+			if ex.Status.ExportRef, err = e.collect(name, exports); err != nil {
+				return err
+			}
+		}
 		if phase == api.DeployFailed {
 			ex.Status.LastError = &api.LastError{Reason: "DeployItemFailed", Message: "deploy item " + ex.Spec.DeployItems[0].Name + " failed: exit status 3"}
 		}
@@ -206,6 +252,24 @@ func (e *env) finish(name string, after int64, phase api.DeployPhase, exports ma
 		return nil
 	})
 	return gen
+}
+
+// collect writes the exports of an execution's deploy items into its
+// export DataObject, as the execution controller does, and returns its
+// name.
+func (e *env) collect(execution string, exports map[string]any) (string, error) {
+	name := execution + "-exports"
+	raw, _ := json.Marshal(exports)
+	dos := client.For[*api.DataObject](e.c)
+	if _, err := dos.Get(e.ctx, e.ns, name); err == nil {
+		_, err = dos.Patch(e.ctx, e.ns, name, []byte(`{"data":null}`), false)
+		if err == nil {
+			_, err = dos.Patch(e.ctx, e.ns, name, fmt.Appendf(nil, `{"data":%s}`, raw), false)
+		}
+		return name, err
+	}
+	_, err := dos.Create(e.ctx, &api.DataObject{ObjectMeta: api.ObjectMeta{Name: name, Namespace: e.ns}, Data: raw})
+	return name, err
 }
 
 // explain returns the steps of the recent reconciles of an installation,

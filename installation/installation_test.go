@@ -432,3 +432,86 @@ spec:
 		t.Fatalf("the old error stayed: %s", statusString(in))
 	}
 }
+
+func TestInstallation_EditedBlueprintReRendersTheInstallationsUsingIt(t *testing.T) {
+	e := start(t)
+	e.apply(`apiVersion: cairn.dev/v1alpha1
+kind: Blueprint
+metadata: {name: web}
+spec:
+  deployExecutions:
+  - name: items
+    template: "deployItems: [{name: a, type: mock, config: {version: 1}}]"
+---
+apiVersion: cairn.dev/v1alpha1
+kind: Installation
+metadata: {name: site}
+spec:
+  blueprint: {ref: web}
+`)
+	g := e.finish("site", 0, api.DeploySucceeded, nil)
+	before := e.waitPhase("site", api.InstallationSucceeded)
+	if before.Status.BlueprintGeneration == "" {
+		t.Fatalf("the blueprint's version is not recorded: %s", statusString(before))
+	}
+	if _, err := e.c.Patch(e.ctx, api.KindBlueprint, e.ns, "web",
+		[]byte(`{"spec":{"deployExecutions":[{"name":"items","template":"deployItems: [{name: a, type: mock, config: {version: 2}}]"}]}}`), false); err != nil {
+		t.Fatal(err)
+	}
+	testkit.EventuallyNil(t, wait, "the execution re-rendered from the edited blueprint", func() error {
+		ex, err := e.exec("site")
+		if err != nil {
+			return err
+		}
+		if got := string(ex.Spec.DeployItems[0].Config); got != `{"version":2}` {
+			return errString("config " + got)
+		}
+		return nil
+	})
+	e.finish("site", g, api.DeploySucceeded, nil)
+	e.waitInst("site", "Succeeded with the new blueprint version", func(in *api.Installation) string {
+		if in.Status.Phase != api.InstallationSucceeded || in.Status.BlueprintGeneration == before.Status.BlueprintGeneration {
+			return "not yet"
+		}
+		return ""
+	})
+	e.waitExplain("site", "5. Blueprint web changed")
+}
+
+func TestInstallation_ChangedHandMadeImportReRendersASucceededInstallation(t *testing.T) {
+	e := start(t)
+	e.apply(`apiVersion: cairn.dev/v1alpha1
+kind: DataObject
+metadata: {name: settings}
+data: {color: red}
+---
+apiVersion: cairn.dev/v1alpha1
+kind: Installation
+metadata: {name: painter}
+spec:
+  imports: {data: [{name: s, dataRef: settings}]}
+  blueprint:
+    inline:
+      deployExecutions:
+      - name: items
+        template: "deployItems: [{name: a, type: mock, config: {color: {{ .imports.s.color }}}}]"
+`)
+	g := e.finish("painter", 0, api.DeploySucceeded, nil)
+	e.waitPhase("painter", api.InstallationSucceeded)
+	if _, err := e.c.Patch(e.ctx, api.KindDataObject, e.ns, "settings", []byte(`{"data":{"color":"blue"}}`), false); err != nil {
+		t.Fatal(err)
+	}
+	testkit.EventuallyNil(t, wait, "the execution re-rendered with the new import", func() error {
+		ex, err := e.exec("painter")
+		if err != nil {
+			return err
+		}
+		if got := string(ex.Spec.DeployItems[0].Config); got != `{"color":"blue"}` {
+			return errString("config " + got)
+		}
+		return nil
+	})
+	e.finish("painter", g, api.DeploySucceeded, nil)
+	e.waitPhase("painter", api.InstallationSucceeded)
+	e.waitExplain("painter", "5. import s changed (dataobject/settings): reconcile annotation added")
+}

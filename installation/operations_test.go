@@ -156,9 +156,9 @@ func TestInstallation_DeleteWithoutUninstallIsPassedToTheExecution(t *testing.T)
 	e.apply(singleYAML)
 	e.finish("one", 0, api.DeploySucceeded, nil)
 	e.waitPhase("one", api.InstallationSucceeded)
-	// A finalizer stands for the execution controller, so the execution
-	// stays to be looked at.
-	if _, err := e.c.Patch(e.ctx, api.KindExecution, e.ns, "one", []byte(`{"metadata":{"finalizers":["cairn.dev/execution"]}}`), false); err != nil {
+	// A finalizer of the test holds the execution (as a deploy item
+	// still being uninstalled would), so that it stays to be looked at.
+	if _, err := e.c.Patch(e.ctx, api.KindExecution, e.ns, "one", []byte(`{"metadata":{"finalizers":["cairn.dev/execution","test.cairn.dev/hold"]}}`), false); err != nil {
 		t.Fatal(err)
 	}
 	e.annotate(api.KindInstallation, "one", api.AnnotationDeleteWithoutUninstall, "true")

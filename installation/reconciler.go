@@ -25,10 +25,6 @@ const (
 	ReasonDeletionFailed      = "DeletionFailed"
 )
 
-// staleRetry is how soon a reconcile that found the caches behind its own
-// writes looks again (the watch event usually comes first).
-const staleRetry = time.Second
-
 // Reconciler reconciles one installation per call. Build it with New (or
 // Setup); its Reconcile is safe for concurrent use on different keys.
 type Reconciler struct {
@@ -40,7 +36,12 @@ type Reconciler struct {
 	// expect holds, by "Kind/ns/name", the resourceVersion this
 	// controller last wrote: the caches are not trusted for an object
 	// until they hold that version (or a newer one), so a reconcile never
-	// acts on a state older than its own last write.
+	// acts on a state older than its own last write. A reconcile that
+	// finds a cache behind ends and waits for the watch event of that
+	// write, which reconciles the installation again (its own event, or
+	// that of a nested object through its owner), rather than polling; it
+	// looks again once the expectation has expired (expectFor) only in
+	// case no event comes: an object deleted by someone else meanwhile.
 	mu     sync.Mutex
 	expect map[string]expectation
 }
@@ -70,8 +71,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	trace.Object(ctx, api.KindInstallation, ns, name)
 	if !r.fresh(api.KindInstallation, ns, name, inst.ResourceVersion) {
-		trace.Exit(ctx, "the cache is behind this controller's last write; looking again")
-		return controller.Result{RequeueAfter: staleRetry}, nil
+		trace.Exit(ctx, "the cache is behind this controller's last write: waiting for its watch event")
+		return controller.Result{RequeueAfter: expectFor}, nil
 	}
 	flow := Core(inst)
 	switch flow {
@@ -147,8 +148,8 @@ func (r *Reconciler) standard(ctx context.Context, inst *api.Installation) (cont
 	// 1. Compute combined phase.
 	phase, why, ok := r.combined(inst)
 	if !ok {
-		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects; looking again")
-		return controller.Result{RequeueAfter: staleRetry}, nil
+		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects: waiting for their watch events")
+		return controller.Result{RequeueAfter: expectFor}, nil
 	}
 	trace.Check(ctx, "1. combined phase of the nested objects: %s %s", orNone(string(phase)), describe(why))
 	// 2. Evaluate combined phase.
@@ -174,18 +175,18 @@ func (r *Reconciler) standard(ctx context.Context, inst *api.Installation) (cont
 	if err != nil {
 		return controller.Result{}, err
 	}
-	if reason := UpdateRequired(inst, imps); reason != "" {
+	bp := r.caches.blueprint(inst)
+	if reason := UpdateRequired(inst, imps, bp.version); reason != "" {
 		trace.Check(ctx, "4. update required: %s", reason)
 		// 4.1 Check if updating is possible. (The phase passes through
 		// PendingDependencies; it is written only when it stays there.)
 		parent := r.caches.parent(inst)
 		if blockers := Blockers(parent, r.caches.siblings(inst), imps); len(blockers) > 0 {
-			msg := strings.Join(blockers, "; ")
 			err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
 				s.Phase = api.InstallationPendingDependencies
-				s.LastError = r.lastError(s.LastError, ReasonPendingDependencies, msg)
+				s.LastError = r.lastError(s.LastError, ReasonPendingDependencies, JoinBlockers(blockers, false))
 			})
-			trace.Exit(ctx, "4.1 PendingDependencies: %s", msg)
+			trace.Exit(ctx, "4.1 PendingDependencies: %s", JoinBlockers(blockers, true))
 			return controller.Result{}, err
 		}
 		trace.Check(ctx, "4.1 every dependency is satisfied")
@@ -193,7 +194,7 @@ func (r *Reconciler) standard(ctx context.Context, inst *api.Installation) (cont
 		if inst.Status.Phase == api.InstallationFailed || inst.Status.Phase == api.InstallationAborted {
 			op = api.OperationForceReconcile // a retry runs the failed deploy items again
 		}
-		return r.updateAndProgress(ctx, inst, imps, op, "4.1")
+		return r.updateAndProgress(ctx, inst, bp, imps, op, "4.1")
 	}
 	trace.Check(ctx, "4. no update required")
 	if phase == api.InstallationSucceeded && inst.Annotations[api.AnnotationOperation] == api.OperationReconcile &&
@@ -214,8 +215,8 @@ func (r *Reconciler) standard(ctx context.Context, inst *api.Installation) (cont
 	}
 	if phase == api.InstallationSucceeded {
 		// 5. Export generation; 6. Trigger depending installations.
-		if err := r.exportAndTrigger(ctx, inst, imps); err != nil {
-			return r.failed(ctx, inst, err)
+		if err := r.exportAndTrigger(ctx, inst, bp, imps); err != nil {
+			return r.failed(ctx, inst, err, bp, imps)
 		}
 	}
 	if err := r.dropOperation(ctx, inst); err != nil {
@@ -227,11 +228,12 @@ func (r *Reconciler) standard(ctx context.Context, inst *api.Installation) (cont
 }
 
 // updateAndProgress updates the nested objects (✔️) and records it:
-// Progressing, the generation and import generations observed.
-func (r *Reconciler) updateAndProgress(ctx context.Context, inst *api.Installation, imps []Import, op, step string) (controller.Result, error) {
-	execRef, subs, err := r.update(ctx, inst, imps, op)
+// Progressing, the generation, the import generations and the blueprint's
+// version observed.
+func (r *Reconciler) updateAndProgress(ctx context.Context, inst *api.Installation, bp source, imps []Import, op, step string) (controller.Result, error) {
+	execRef, subs, err := r.update(ctx, inst, bp, imps, op)
 	if err != nil {
-		return r.failed(ctx, inst, err)
+		return r.failed(ctx, inst, err, bp, imps)
 	}
 	trace.Action(ctx, "%s updated the nested objects: execution %q, %d subinstallation(s)", step, execRef, len(subs))
 	if err := r.dropOperation(ctx, inst); err != nil {
@@ -241,6 +243,7 @@ func (r *Reconciler) updateAndProgress(ctx context.Context, inst *api.Installati
 		s.Phase = api.InstallationProgressing
 		s.ObservedGeneration = inst.Generation
 		s.ImportGenerations = Generations(imps)
+		s.BlueprintGeneration = bp.version
 		s.ExecutionRef = execRef
 		s.Subinstallations = subs
 		s.LastError = nil
@@ -269,25 +272,38 @@ func (r *Reconciler) force(ctx context.Context, inst *api.Installation) (control
 	trace.Check(ctx, "1. every import is satisfied")
 	// 2. Update nested installations and executions; 3. remove the
 	// operation annotation; 4. set phase Progressing.
-	return r.updateAndProgress(ctx, inst, imps, api.OperationForceReconcile, "2.")
+	return r.updateAndProgress(ctx, inst, r.caches.blueprint(inst), imps, api.OperationForceReconcile, "2.")
 }
 
 // nestedCheck is core step 5: a final, unmodified installation follows
 // the phase of its nested objects; when it becomes Succeeded it publishes
 // its exports and triggers its dependents. Then the automatic reconcile
-// decides whether it runs again by itself.
+// decides whether it runs again by itself. Before that, cairn adds one
+// check: an installation whose inputs changed since it last rendered (an
+// import, or its Blueprint edited) gets the reconcile annotation, which
+// runs it through the standard flow.
 func (r *Reconciler) nestedCheck(ctx context.Context, inst *api.Installation) (controller.Result, error) {
 	phase, why, ok := r.combined(inst)
 	if !ok {
-		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects; looking again")
-		return controller.Result{RequeueAfter: staleRetry}, nil
+		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects: waiting for their watch events")
+		return controller.Result{RequeueAfter: expectFor}, nil
 	}
 	if phase == "" {
 		phase = api.InstallationSucceeded
 	}
+	imps, err := r.resolveImports(ctx, inst, 0)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	bp := r.caches.blueprint(inst)
+	if changed := InputsChanged(inst, imps, bp.version); changed != "" {
+		err := r.setOperation(ctx, inst, api.OperationReconcile)
+		trace.Exit(ctx, "5. %s: reconcile annotation added", changed)
+		return controller.Result{}, err
+	}
 	if ownFailure(inst) {
 		if inst.Status.LastError.Reason == ReasonBlueprintNotFound {
-			if _, err := r.caches.blueprint(inst); err == nil {
+			if bp.err == nil {
 				// The blueprint it missed exists now (created later, or
 				// seen by the cache after the installation): run again.
 				err := r.setOperation(ctx, inst, api.OperationReconcile)
@@ -309,15 +325,11 @@ func (r *Reconciler) nestedCheck(ctx context.Context, inst *api.Installation) (c
 		return controller.Result{}, err
 	}
 	if phase == api.InstallationSucceeded {
-		imps, err := r.resolveImports(ctx, inst, 0)
-		if err != nil {
-			return controller.Result{}, err
-		}
-		if err := r.exportAndTrigger(ctx, inst, imps); err != nil {
-			return r.failed(ctx, inst, err)
+		if err := r.exportAndTrigger(ctx, inst, bp, imps); err != nil {
+			return r.failed(ctx, inst, err, bp, imps)
 		}
 	}
-	err := r.setFinal(ctx, inst, phase, why)
+	err = r.setFinal(ctx, inst, phase, why)
 	trace.Exit(ctx, "5. %s", phase)
 	return r.automatic(ctx, inst, err)
 }
@@ -377,9 +389,10 @@ func (r *Reconciler) automatic(ctx context.Context, inst *api.Installation, err 
 	return controller.Result{}, nil
 }
 
-// failed turns a failure into the Failed phase with lastError; other
-// errors are returned for a retry.
-func (r *Reconciler) failed(ctx context.Context, inst *api.Installation, err error) (controller.Result, error) {
+// failed turns a failure into the Failed phase with lastError, recording
+// the inputs it failed with (imps, bp), so that a change of one of them
+// runs it again (core step 5); other errors are returned for a retry.
+func (r *Reconciler) failed(ctx context.Context, inst *api.Installation, err error, bp source, imps []Import) (controller.Result, error) {
 	var f *failure
 	if !errors.As(err, &f) {
 		return controller.Result{}, err
@@ -388,6 +401,8 @@ func (r *Reconciler) failed(ctx context.Context, inst *api.Installation, err err
 	if werr := r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
 		s.Phase = api.InstallationFailed
 		s.ObservedGeneration = inst.Generation
+		s.ImportGenerations = Generations(imps)
+		s.BlueprintGeneration = bp.version
 		s.LastError = r.lastError(s.LastError, f.reason, f.err.Error())
 	}); werr != nil {
 		return controller.Result{}, werr

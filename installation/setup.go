@@ -137,19 +137,10 @@ func (c *Controller) Run(ctx context.Context) error {
 		return keys
 	})
 	controller.EnqueueFromInformer(r.caches.execs, ctrl, controller.ControllerOwnerKey(api.KindInstallation))
-	// A DataObject's change reconciles the installations importing it.
-	controller.EnqueueFromInformer(r.caches.data, ctrl, func(obj *api.Object) []string {
-		ref := obj.Labels[api.LabelDataRef]
-		ctx := obj.Labels[api.LabelContext]
-		if ref == "" {
-			ref = obj.Name
-		}
-		var keys []string
-		for _, s := range r.caches.byIndex(indexImports, ctxKey(obj.Namespace, ctx, ref)) {
-			keys = append(keys, api.Key(s.Namespace, s.Name))
-		}
-		return keys
-	})
+	// A DataObject's or a Target's change reconciles the installations
+	// importing it.
+	controller.EnqueueFromInformer(r.caches.data, ctrl, r.importersOf(refData, api.LabelDataRef))
+	controller.EnqueueFromInformer(r.caches.targets, ctrl, r.importersOf(refTarget, api.LabelTargetRef))
 	controller.EnqueueFromInformer(r.caches.blueprints, ctrl, func(obj *api.Object) []string {
 		var keys []string
 		for _, s := range r.caches.byIndex(indexBlueprint, api.Key(obj.Namespace, obj.Name)) {
@@ -163,4 +154,22 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	}
 	return ctrl.Run(ctx)
+}
+
+// importersOf maps a DataObject or a Target (kind refData or refTarget) to
+// the installations that import it from its context: the context and its
+// name there are its labels when an installation exported it, else the
+// namespace's root context and its own name.
+func (r *Reconciler) importersOf(kind, refLabel string) func(obj *api.Object) []string {
+	return func(obj *api.Object) []string {
+		ref := obj.Labels[refLabel]
+		if ref == "" {
+			ref = obj.Name
+		}
+		var keys []string
+		for _, s := range r.caches.byIndex(indexImports, refKey(obj.Namespace, obj.Labels[api.LabelContext], kind, ref)) {
+			keys = append(keys, api.Key(s.Namespace, s.Name))
+		}
+		return keys
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/blueprint"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/trace"
 )
 
@@ -145,7 +146,7 @@ func (r *Reconciler) setStatus(ctx context.Context, inst *api.Installation, chan
 	// Someone else may change the object meanwhile (usually an
 	// annotation): while its generation is the one this reconcile worked
 	// on, the status change still holds and is re-applied.
-	out, err := r.writeFresh(ctx, inst, &next, client.For[*api.Installation](r.c).UpdateStatus, func(fresh *api.Installation) *api.Installation {
+	out, err := r.writeFresh(ctx, inst, &next, r.updateStatus, func(fresh *api.Installation) *api.Installation {
 		n := *fresh
 		change(&n.Status)
 		return &n
@@ -156,6 +157,21 @@ func (r *Reconciler) setStatus(ctx context.Context, inst *api.Installation, chan
 	r.expectWrite(api.KindInstallation, out.Namespace, out.Name, out.ResourceVersion)
 	*inst = *out
 	return nil
+}
+
+// updateStatus writes next's status: only its metadata and status are
+// sent (see controller.StatusUpdate).
+func (r *Reconciler) updateStatus(ctx context.Context, next *api.Installation) (*api.Installation, error) {
+	next.APIVersion, next.Kind = api.APIVersion, api.KindInstallation
+	obj, err := controller.StatusUpdate(next, next.Status)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.c.UpdateStatus(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return controller.Decode[*api.Installation](out)
 }
 
 func (r *Reconciler) setOperation(ctx context.Context, inst *api.Installation, op string) error {
@@ -213,18 +229,18 @@ func importValues(imps []Import) (map[string]blueprint.ImportValue, map[string]a
 }
 
 // update is the ✔️ of the standard and force flows: it renders the
-// blueprint with the imports and makes the execution and the nested
+// blueprint src with the imports and makes the execution and the nested
 // installations match; op, when set, is put on them as the operation
 // annotation (a nested installation whose spec did not change gets the
 // reconcile annotation, so that it looks at its imports again). It
 // returns the execution's name ("" when there is none) and the nested
 // installations. A bad blueprint, a template error or an import failing
 // its schema is a failure (see fail).
-func (r *Reconciler) update(ctx context.Context, inst *api.Installation, imps []Import, op string) (string, []api.NamedRef, error) {
-	bp, err := r.caches.blueprint(inst)
-	if err != nil {
-		return "", nil, fail(ReasonBlueprintNotFound, err)
+func (r *Reconciler) update(ctx context.Context, inst *api.Installation, src source, imps []Import, op string) (string, []api.NamedRef, error) {
+	if src.err != nil {
+		return "", nil, fail(ReasonBlueprintNotFound, src.err)
 	}
+	bp := src.spec
 	vals, data := importValues(imps)
 	if err := blueprint.ValidateImports(bp.Imports, vals); err != nil {
 		return "", nil, fail(ReasonImportInvalid, err)
@@ -280,8 +296,10 @@ func (r *Reconciler) applyExecution(ctx context.Context, inst *api.Installation,
 	}
 	spec := api.ExecutionSpec{DeployItems: items}
 	if cur == nil {
+		// Created with the execution controller's finalizer: its first
+		// reconcile need not add it in a write of its own.
 		e := &api.Execution{ObjectMeta: api.ObjectMeta{Name: inst.Name, Namespace: inst.Namespace, Labels: labels,
-			OwnerReferences: []api.OwnerReference{owner}}, Spec: spec}
+			OwnerReferences: []api.OwnerReference{owner}, Finalizers: []string{api.FinalizerExecution}}, Spec: spec}
 		out, err := execs.Create(ctx, e)
 		if err == nil {
 			r.expectWrite(api.KindExecution, out.Namespace, out.Name, out.ResourceVersion)
@@ -333,8 +351,10 @@ func (r *Reconciler) applySub(ctx context.Context, inst *api.Installation, name 
 	insts := client.For[*api.Installation](r.c)
 	cur, ok := get[*api.Installation](r.caches.insts, inst.Namespace, name)
 	if !ok {
+		// Created with this controller's finalizer (core step 2 done at
+		// once, without a write of its own).
 		s := &api.Installation{ObjectMeta: api.ObjectMeta{Name: name, Namespace: inst.Namespace, Labels: labels,
-			OwnerReferences: []api.OwnerReference{owner}}, Spec: spec}
+			OwnerReferences: []api.OwnerReference{owner}, Finalizers: []string{api.FinalizerInstallation}}, Spec: spec}
 		out, err := insts.Create(ctx, s)
 		if err == nil {
 			r.expectWrite(api.KindInstallation, out.Namespace, out.Name, out.ResourceVersion)

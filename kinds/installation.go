@@ -215,6 +215,8 @@ func validateImports(im *api.InstallationImports, p *field.Path) field.ErrorList
 		errs = append(errs, names.check(ip.Child("name"), t.Name)...)
 		if t.Target == "" {
 			errs = append(errs, field.Required(ip.Child("target"), ""))
+		} else {
+			errs = append(errs, dnsLabel(ip.Child("target"), t.Target)...)
 		}
 	}
 	return errs
@@ -232,11 +234,14 @@ func validateExports(ex *api.InstallationExports, p *field.Path) field.ErrorList
 			errs = append(errs, dnsLabel(ip.Child("dataRef"), d.DataRef)...)
 		}
 	}
+	var targets unique
 	for i, t := range ex.Targets {
 		ip := p.Child("targets").Index(i)
 		errs = append(errs, names.check(ip.Child("name"), t.Name)...)
-		if t.Target == "" {
-			errs = append(errs, field.Required(ip.Child("target"), ""))
+		if e := targets.check(ip.Child("target"), t.Target); e != nil {
+			errs = append(errs, e...)
+		} else {
+			errs = append(errs, dnsLabel(ip.Child("target"), t.Target)...)
 		}
 	}
 	return errs
