@@ -96,12 +96,17 @@ func checkPatchFields(k *Kind, patch map[string]json.RawMessage) error {
 
 // strictDecode decodes raw into v as the typed decoding does, but with
 // names matched case-sensitively, and returns a BadRequest naming the
-// first unknown or duplicate field, at any depth ("spec.Size"). Other
-// decoding errors are left to the typed decoding, which names them.
-func strictDecode(kind, name string, raw []byte, v any) error {
+// first unknown or duplicate field, at any depth ("spec.Size"). done
+// reports whether v holds the whole of raw: false when another decoding
+// error stopped it, which is left to the typed decoding, whose message
+// names it.
+func strictDecode(kind, name string, raw []byte, v any) (done bool, err error) {
 	strict, err := sigsjson.UnmarshalStrict(raw, v)
-	if err != nil || len(strict) == 0 {
-		return nil
+	if err != nil {
+		return false, nil
+	}
+	if len(strict) == 0 {
+		return true, nil
 	}
 	var msgs []string
 	var causes []api.StatusCause
@@ -118,5 +123,5 @@ func strictDecode(kind, name string, raw []byte, v any) error {
 	}
 	st := api.NewBadRequest("%s %q: %s (field names are case-sensitive and appear once)", kind, name, strings.Join(msgs, "; "))
 	st.Details = &api.StatusDetails{Kind: kind, Name: name, Causes: causes}
-	return st
+	return true, st
 }

@@ -115,9 +115,13 @@ func Define[T api.Resource](s Spec[T]) Kind {
 			return t, err
 		}
 		if strict {
-			if err := strictDecode(s.Kind, o.Name, raw, newT()); err != nil {
+			// One strict decoding gives the object, unless a type error
+			// stopped it: the decoding below then names the field.
+			done, err := strictDecode(s.Kind, o.Name, raw, t)
+			if done || err != nil {
 				return t, err
 			}
+			t = newT()
 		}
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()

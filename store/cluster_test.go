@@ -37,7 +37,9 @@ func TestCluster_ReadsSurviveTheLossOfTheLeader(t *testing.T) {
 // members of three: reads and writes under a store timeout fail with
 // ErrUnavailable (a write known not applied) or ErrTimeout (a write whose
 // outcome is unknown) within the timeout, never later; once the members
-// are back, they succeed again.
+// are back, they succeed again. A serializable read may instead be served
+// by the surviving member, which is what it is for; it must still answer
+// within the bound.
 func TestCluster_WithoutQuorumCallsFailUnavailableWithinTheTimeout(t *testing.T) {
 	c := storetest.StartCluster(t)
 	s := c.Dial(t)
@@ -69,6 +71,7 @@ func TestCluster_WithoutQuorumCallsFailUnavailableWithinTheTimeout(t *testing.T)
 			case took > bound:
 				t.Errorf("round %d: %s took %s, more than %s", round, name, took, bound)
 			case name == "txn" && (errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrTimeout)):
+			case name == "getStale" && err == nil:
 			case errors.Is(err, store.ErrUnavailable):
 			default:
 				t.Errorf("round %d: %s: got %v, want ErrUnavailable", round, name, err)
