@@ -3,8 +3,10 @@
 //
 //	go test -run '^$' -bench . -benchtime 1x ./bench/
 //
-// Each benchmark runs a fixed workload per iteration and reports its own
-// figures (creates/s, latency percentiles, seconds) with b.ReportMetric.
+// The process paces its garbage collector as `cairn server` does
+// (main_test.go). Each benchmark runs a fixed workload per iteration and
+// reports its own figures (creates/s, latency percentiles, seconds) with
+// b.ReportMetric.
 // Servers serve HTTPS, as `cairn server` does by default; with
 // CAIRN_BENCH_INSECURE_HTTP=1 they serve plain HTTP, to compare.
 package bench
@@ -23,6 +25,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
@@ -285,4 +289,30 @@ func BenchmarkWatchFanout(b *testing.B) {
 		b.ReportMetric(percentile(lat, 50), "delivery-p50-ms")
 		b.ReportMetric(percentile(lat, 99), "delivery-p99-ms")
 	}
+}
+
+// keysWritten is how many keys the embedded etcd of this process has
+// written so far (puts and deletes), from etcd's own counters; several
+// keys may share one transaction (one revision).
+func keysWritten(b *testing.B) float64 {
+	b.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n float64
+	found := 0
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "etcd_mvcc_put_total", "etcd_mvcc_delete_total":
+			found++
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if found != 2 {
+		b.Fatal("etcd's put and delete counters are not registered in this process")
+	}
+	return n
 }

@@ -33,7 +33,7 @@ import (
 type Options struct {
 	// Workers is the number of Cleaners reconciled concurrently; default
 	// 64. A reconcile mostly waits for its status write to commit, and the
-	// writes waiting together are committed together (statuswriter.go):
+	// writes waiting together are committed together (client.StatusGroup):
 	// more workers make larger batches when many Cleaners are due.
 	Workers int
 	// Logger receives the controller's logs; default slog.Default().
@@ -74,9 +74,9 @@ type Controller struct {
 	log   *slog.Logger
 	m     *metrics
 	sched *Schedule
-	// status batches the status writes when c is a client.StatusBatcher;
-	// nil: one UpdateStatus per write.
-	status *statusWriter
+	// status batches the status writes when c is a client.StatusBatcher
+	// (see client.StatusGroup); nil: one UpdateStatus per write.
+	status *client.StatusGroup
 	// refs caches the last Cleaner's target references for the indexes.
 	refs refsCache
 
@@ -129,7 +129,7 @@ func New(c client.Interface, opts Options) *Controller {
 		toWatch:  map[string]bool{}, wakeW: make(chan struct{}, 1),
 	}
 	if b, ok := c.(client.StatusBatcher); ok {
-		ctl.status = newStatusWriter(b)
+		ctl.status = client.NewStatusGroup(b)
 	}
 	return ctl
 }

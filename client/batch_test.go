@@ -1,10 +1,13 @@
 package client_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
@@ -105,5 +108,87 @@ func TestUpdateStatuses_FencedClientBatchesAndIsRefusedOutOfItsTerm(t *testing.T
 	}
 	if len(lost) != 1 {
 		t.Fatalf("lost reported %d times, want once", len(lost))
+	}
+}
+
+func TestGroupStatuses_ConcurrentWritesShareTransactionsEachWithItsOwnOutcome(t *testing.T) {
+	srv, overHTTP := start(t)
+	if c, g := client.GroupStatuses(overHTTP); g != nil || c != overHTTP {
+		t.Fatal("the HTTP client was grouped: it cannot batch")
+	}
+	ctx := testkit.Context(t)
+	inProcess := local.New(srv.Registry, identity.System())
+	grouped, g := client.GroupStatuses(inProcess)
+	if g == nil {
+		t.Fatal("the in-process client was not grouped")
+	}
+	if _, ok := grouped.(client.StatusBatcher); !ok {
+		t.Fatal("the grouped client is no StatusBatcher")
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { g.Run(runCtx); close(ran) }()
+	defer func() { stop(); <-ran }()
+
+	const n = 200
+	objs := make([]*api.Object, n)
+	for i := range n {
+		o, err := inProcess.Create(ctx, testkit.Object(api.KindCleaner, "default", fmt.Sprintf("group-%d", i),
+			testkit.Spec(`{"ttl":"1h","targets":[{"name":"s","reference":{"kind":"Secret","name":"s"}}],"conditions":["s == null"]}`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.SetField(api.FieldStatus, json.RawMessage(`{"phase":"Waiting"}`))
+		objs[i] = o
+	}
+	// Every tenth is stale: someone else wrote its status first.
+	for i := 0; i < n; i += 10 {
+		if _, err := inProcess.UpdateStatus(ctx, objs[i].DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := make([]client.StatusResult, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			o := objs[i].DeepCopy()
+			o.SetField(api.FieldStatus, json.RawMessage(`{"phase":"Pending"}`))
+			res[i].Object, res[i].Err = grouped.UpdateStatus(ctx, o)
+		})
+	}
+	wg.Wait()
+	revisions := map[string]int{}
+	for i, r := range res {
+		stale := i%10 == 0
+		switch {
+		case stale && !errors.Is(r.Err, api.ErrConflict):
+			t.Fatalf("stale write %d: %v, want Conflict", i, r.Err)
+		case !stale && r.Err != nil:
+			t.Fatalf("write %d: %v", i, r.Err)
+		case !stale:
+			revisions[r.Object.ResourceVersion]++
+			got, err := inProcess.Get(ctx, api.KindCleaner, "default", objs[i].Name)
+			if err != nil || string(got.Field(api.FieldStatus)) != `{"phase":"Pending"}` {
+				t.Fatalf("%s: status %s (%v), want the one written", objs[i].Name, got.Field(api.FieldStatus), err)
+			}
+		}
+	}
+	if len(revisions) >= n-n/10 {
+		t.Fatalf("%d writes committed at %d revisions: none shared a transaction", n-n/10, len(revisions))
+	}
+	t.Logf("%d writes committed in %d transactions", n-n/10, len(revisions))
+}
+
+func TestGroupStatuses_WriteAfterTheGroupStoppedEndsWithItsContext(t *testing.T) {
+	srv, _ := start(t)
+	grouped, g := client.GroupStatuses(local.New(srv.Registry, identity.System()))
+	runCtx, stop := context.WithCancel(testkit.Context(t))
+	stop()
+	g.Run(runCtx) // returns at once
+	ctx, cancel := context.WithTimeout(testkit.Context(t), 50*time.Millisecond)
+	defer cancel()
+	o := testkit.Object(api.KindCleaner, "default", "nobody-writes")
+	if _, err := grouped.UpdateStatus(ctx, o); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("write without a running group: %v, want the context's deadline", err)
 	}
 }

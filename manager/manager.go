@@ -380,6 +380,12 @@ func (m *Manager) term(ctx context.Context, p *process, fence *api.Fence) (err e
 	var wg sync.WaitGroup
 	defer wg.Wait() // the runnables stop before the term ends
 	defer cancel(nil)
+	// The controllers' status writes are committed together when they
+	// come together (client.StatusGroup), fenced as every other write.
+	var statuses *client.StatusGroup
+	if t.Client, statuses = client.GroupStatuses(t.Client); statuses != nil {
+		wg.Go(func() { statuses.Run(ctx) })
+	}
 	for i, setup := range p.setups {
 		if err := setup(t); err != nil {
 			return fmt.Errorf("manager: set up controller %s: %w", m.opts.Controllers[i].Name, err)

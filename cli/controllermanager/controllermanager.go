@@ -27,6 +27,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/deployitem"
+	"cairn.dev/cairn/internal/gopace"
 	"cairn.dev/cairn/internal/privfile"
 	"cairn.dev/cairn/manager"
 	rtlocal "cairn.dev/cairn/runtime/local"
@@ -157,6 +158,7 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(l) }()
+	gopace.Set().Log(log)
 	log.Info("cairn controller-manager ready", "url", url, "server", f.server, "controllers", len(ctrls))
 	runErr := make(chan error, 1)
 	go func() { runErr <- m.Run(ctx) }()

@@ -22,6 +22,7 @@ import (
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/deployitem"
+	"cairn.dev/cairn/internal/gopace"
 )
 
 type flags struct {
@@ -212,6 +213,7 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	if err := f.memory.apply(&opts); err != nil {
 		return err
 	}
+	gopace.Set().Log(log)
 	d, err := daemon.Start(ctx, opts)
 	if err != nil {
 		return err
