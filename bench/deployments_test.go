@@ -146,6 +146,7 @@ func revision(b *testing.B, c client.Interface) int64 {
 // execution with 3 mock deploy items, created at once over HTTP: the time
 // until all are Succeeded, the store writes per converged installation,
 // then the time until deleting them all has removed everything they owned.
+// CAIRN_BENCH_CPUPROFILE names a file for a CPU profile of the convergence.
 func BenchmarkInstallations10k(b *testing.B) {
 	const n = 10000
 	_, c := startDeployServer(b)
@@ -155,6 +156,7 @@ func BenchmarkInstallations10k(b *testing.B) {
 	}}}
 	for iter := 0; iter < b.N; iter++ {
 		rv0, keys0 := revision(b, c), keysWritten(b)
+		stopProfile := profileController(b)
 		start := time.Now()
 		concurrently(b, 32, n/32+1, func(w, i int) error {
 			k := w*(n/32+1) + i
@@ -166,6 +168,7 @@ func BenchmarkInstallations10k(b *testing.B) {
 		})
 		awaitInstallations(b, c, fmt.Sprint(rv0), n, 10*time.Minute)
 		converged := time.Since(start)
+		stopProfile()
 		b.ReportMetric(converged.Seconds(), "s/converge")
 		b.ReportMetric((keysWritten(b)-keys0)/n, "writes/installation")
 		b.ReportMetric(float64(revision(b, c)-rv0)/n, "txns/installation")
