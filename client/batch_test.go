@@ -34,8 +34,7 @@ func TestUpdateStatuses_InProcessInOneTransactionOverHTTPOneByOneWithTheSameOutc
 			ctx := testkit.Context(t)
 			var objs []*api.Object
 			for i := range 3 {
-				o, err := tc.c.Create(ctx, testkit.Object(api.KindCleaner, "default", fmt.Sprintf("%s-%d", tc.name, i),
-					testkit.Spec(`{"ttl":"1h","targets":[{"name":"s","reference":{"kind":"Secret","name":"s"}}],"conditions":["s == null"]}`)))
+				o, err := tc.c.Create(ctx, testkit.Cleaner("default", fmt.Sprintf("%s-%d", tc.name, i)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -81,8 +80,7 @@ func TestUpdateStatuses_FencedClientBatchesAndIsRefusedOutOfItsTerm(t *testing.T
 	}
 	var objs []*api.Object
 	for i := range 2 {
-		o, err := inProcess.Create(ctx, testkit.Object(api.KindCleaner, "default", fmt.Sprintf("fenced-%d", i),
-			testkit.Spec(`{"ttl":"1h","targets":[{"name":"s","reference":{"kind":"Secret","name":"s"}}],"conditions":["s == null"]}`)))
+		o, err := inProcess.Create(ctx, testkit.Cleaner("default", fmt.Sprintf("fenced-%d", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,8 +131,7 @@ func TestGroupStatuses_ConcurrentWritesShareTransactionsEachWithItsOwnOutcome(t 
 	const n = 200
 	objs := make([]*api.Object, n)
 	for i := range n {
-		o, err := inProcess.Create(ctx, testkit.Object(api.KindCleaner, "default", fmt.Sprintf("group-%d", i),
-			testkit.Spec(`{"ttl":"1h","targets":[{"name":"s","reference":{"kind":"Secret","name":"s"}}],"conditions":["s == null"]}`)))
+		o, err := inProcess.Create(ctx, testkit.Cleaner("default", fmt.Sprintf("group-%d", i)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,8 +27,7 @@ func TestManager_StatusWritesOfATermAreFencedAndCommittedTogether(t *testing.T) 
 	const n = 100
 	objs := make([]*api.Object, n)
 	for i := range n {
-		o, err := c.Create(ctx, testkit.Object(api.KindCleaner, "default", fmt.Sprintf("term-%d", i),
-			testkit.Spec(`{"ttl":"1h","targets":[{"name":"s","reference":{"kind":"Secret","name":"s"}}],"conditions":["s == null"]}`)))
+		o, err := c.Create(ctx, testkit.Cleaner("default", fmt.Sprintf("term-%d", i)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -76,8 +76,7 @@ func TestUpdateStatuses_WritesEveryStatusInOneTransaction(t *testing.T) {
 	ctx := sysCtx()
 	var objs []*api.Object
 	for i := range 10 {
-		cl, err := r.Create(ctx, testkit.Object(api.KindCleaner, "default", fmt.Sprintf("c%d", i),
-			testkit.Spec(`{"ttl":"1h","targets":[{"name":"s","reference":{"kind":"Secret","name":"s"}}],"conditions":["s == null"]}`)))
+		cl, err := r.Create(ctx, testkit.Cleaner("default", fmt.Sprintf("c%d", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,8 +108,7 @@ func TestUpdateStatuses_OneFailingWriteFailsAloneAndTheOthersAreCommitted(t *tes
 		t.Fatal(err)
 	}
 	ws := widgets(t, r, "batch", 3)
-	cl, err := r.Create(ctx, testkit.Object(api.KindCleaner, "batch", "c",
-		testkit.Spec(`{"ttl":"1h","targets":[{"name":"s","reference":{"kind":"Secret","name":"s"}}],"conditions":["s == null"]}`)))
+	cl, err := r.Create(ctx, testkit.Cleaner("batch", "c"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,3 +143,11 @@ func mustJSON(v any) json.RawMessage {
 	}
 	return raw
 }
+
+// Cleaner builds the smallest Cleaner admission accepts: a TTL of an hour
+// and one condition over one Secret "s". Tests of status writes use it as
+// an object with a status of its own.
+func Cleaner(ns, name string, opts ...Opt) *api.Object {
+	return Object(api.KindCleaner, ns, name, append([]Opt{
+		Spec(`{"ttl":"1h","targets":[{"name":"s","reference":{"kind":"Secret","name":"s"}}],"conditions":["s == null"]}`)}, opts...)...)
+}
