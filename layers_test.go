@@ -27,8 +27,10 @@ var allowed = map[string][]string{
 	"api":      {},
 	"identity": {},
 	// The certificates of TLS: a CA and the serving certificates it issues.
-	"pki":                          {},
-	"internal/privfile":            {},
+	"pki":               {},
+	"internal/privfile": {},
+	// The pace of Go's collector in a server process.
+	"internal/gopace":              {},
 	"store":                        {"store"},
 	"registry":                     {"api", "authz", "identity", "store", "registry/internal/watchcache", "registry/internal/usage", "internal/privfile", "openapi"},
 	"registry/internal/watchcache": {"api", "store"},
@@ -74,7 +76,8 @@ var allowed = map[string][]string{
 	// The process wiring: it builds every layer below the CLI.
 	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "event", "gc", "identity", "kinds", "pki",
 		"leader", "lease", "manager", "registry", "runtime", "runtime/local", "server", "store", "trace", "internal/privfile"},
-	"cli":   {"api", "client", "cli", "column", "controllers", "daemon", "deployitem", "manager", "runtime", "runtime/local", "trace", "internal/privfile"},
+	"cli": {"api", "client", "cli", "column", "controllers", "daemon", "deployitem", "manager", "runtime", "runtime/local", "trace",
+		"internal/privfile", "internal/gopace"},
 	"cmd":   {"cli"},
 	"bench": {}, // benchmarks: tests only
 	// Kubernetes clients (kubectl, client-go, controller-runtime) driven
@@ -99,7 +102,7 @@ var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest"
 var testOnly = append(slices.Clone(testSupport),
 	"api", "kinds", "registry", "server", "store", "daemon", "leader", "client", "client/local", "informer",
 	"controller", "gc", "cleaner", "cleaner/condition", "identity", "auth", "authz", "trace", "lease", "manager", "controllers", "runtime",
-	"execution", "deployitem", "deployer")
+	"execution", "deployitem", "deployer", "internal/gopace")
 
 // storeSide lists the only packages that may link the store, by importing
 // registry, store or server. Every other package — the client, informer,
