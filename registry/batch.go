@@ -193,20 +193,30 @@ func (r *Registry) runEach(ctx context.Context, u identity.User, items []*txnIte
 
 // readEach reads the objects the writes live (indices into items) replace,
 // one entry per live write, nil for an object that does not exist. A write
-// that has not lost a race yet (attempts[i] == 0) is read from the local
-// etcd member, with the others in one round trip, and confirmed with a
-// linearizable read when found at another version than it expects or not
-// found (as readGuard does); one that has lost a race is read
-// linearizably. It fails only when the store does.
+// that has not lost a race yet (attempts[i] == 0) takes the version the
+// watch cache holds, or is read from the local etcd member, with the
+// others in one round trip, and confirmed with a linearizable read when
+// found at another version than it expects or not found (as readGuard
+// does); one that has lost a race is read linearizably. It fails only when
+// the store does.
 func (r *Registry) readEach(ctx context.Context, items []*txnItem, live []int, attempts []int) ([]*stored, error) {
 	out := make([]*stored, len(live))
 	var keys []string
 	var at []int // positions in live of keys
 	for j, i := range live {
-		if attempts[i] == 0 {
-			keys = append(keys, r.key(items[i].k, items[i].namespace(), items[i].name()))
-			at = append(at, j)
+		if attempts[i] != 0 {
+			continue
 		}
+		it := items[i]
+		key := r.key(it.k, it.namespace(), it.name())
+		if l, ok := r.watch.Latest(it.k.Kind, key); ok {
+			if rv := it.obj.ResourceVersion; rv == "" || rv == l.Obj.ResourceVersion {
+				out[j] = &stored{obj: l.Obj.DeepCopy(), rev: l.Rev, size: l.Size}
+				continue
+			}
+		}
+		keys = append(keys, key)
+		at = append(at, j)
 	}
 	kvs, err := r.store.GetStaleMany(ctx, keys)
 	if err != nil {
@@ -217,6 +227,9 @@ func (r *Registry) readEach(ctx context.Context, items []*txnItem, live []int, a
 		stale[j] = kvs[n]
 	}
 	for j, i := range live {
+		if out[j] != nil {
+			continue // from the watch cache
+		}
 		it := items[i]
 		if kv := stale[j]; kv != nil {
 			obj, err := r.decode(it.k, kv)

@@ -198,7 +198,7 @@ func (cs *Caches) Cache(ctx context.Context, src Source, from int64) (*Cache, er
 		return c, nil // started meanwhile: its Watch checks its window
 	}
 	c := &Cache{src: src, store: cs.store, opts: cs.opts, ring: make([]*entry, cs.opts.Capacity),
-		since: rev, rev: rev, notify: make(chan struct{})}
+		since: rev, rev: rev, notify: make(chan struct{}), latest: map[string]*entry{}}
 	cs.caches[src.Kind] = c
 	cs.wg.Add(1)
 	go func() {
@@ -262,6 +262,11 @@ type Cache struct {
 	// entry.before is its value before each entry, so that the bytes
 	// between two entries are a difference.
 	appended int64
+	// latest maps a key to the entry of its latest put while that entry
+	// is in the ring (or about to enter it): see latest.go. run (and drop,
+	// which run calls) alone writes it, under lmu.
+	lmu    sync.Mutex
+	latest map[string]*entry
 }
 
 // maxBatch bounds how many store events the cache appends under one lock,
@@ -352,7 +357,9 @@ func (c *Cache) run(ctx context.Context) {
 					}
 					marked = now
 				}
-				batch = append(batch, newEntry(&c.src, ev))
+				e := newEntry(&c.src, ev, c.latest)
+				c.noteLatest(e)
+				batch = append(batch, e)
 			}
 			keep(ev)
 		more:
@@ -409,6 +416,7 @@ func (c *Cache) drop() {
 	c.since = max(c.since, old.rev)
 	c.bytes.Add(-old.size)
 	old.uncache()
+	c.forgetLatest(old)
 }
 
 // stop ends the cache: watchers deliver what the ring holds for them and

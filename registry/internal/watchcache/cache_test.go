@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -364,4 +365,38 @@ func TestCache_EntryLargerThanTheByteBoundIsKeptAlone(t *testing.T) {
 		t.Fatal("a watch from the version before the only entry is not served from the ring")
 	}
 	expect(t, from, "ADDED default/b")
+}
+
+func TestCache_DecodesEachStoredValueOnceAndFiltersOnThePreviousLabels(t *testing.T) {
+	h := start(t, Options{})
+	var decodes atomic.Int64
+	counted := things
+	counted.Decode = func(kv *store.KV) (*api.Object, error) {
+		decodes.Add(1)
+		return decode(kv)
+	}
+	from := h.rev()
+	c, err := h.cs.Cache(context.Background(), counted, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.Watch(context.Background(), Request{NS: "default", Sel: Selection{Labels: labels.SelectorFromSet(labels.Set{"app": "b"})}, RV: from})
+	t.Cleanup(w.Stop)
+	h.put("default", "x", map[string]string{"app": "a"}, "v1") // not selected
+	h.put("default", "x", map[string]string{"app": "b"}, "v2") // now selected: ADDED
+	h.put("default", "x", map[string]string{"app": "b"}, "v3") // MODIFIED
+	h.put("default", "x", map[string]string{"app": "c"}, "v4") // no longer selected: DELETED
+	if _, err := h.s.Txn(context.Background(), nil, store.Del(prefix+"default/x")); err != nil {
+		t.Fatal(err)
+	}
+	h.put("default", "y", map[string]string{"app": "b"}, "v1") // ADDED; marks the end
+	evs := expect(t, w, "ADDED default/x", "MODIFIED default/x", "DELETED default/x", "ADDED default/y")
+	if got := string(evs[2].Object.Fields["data"]); got != `"v4"` {
+		t.Fatalf("the DELETED event carries data %s, want the latest state v4", got)
+	}
+	// Five puts, each decoded once; the previous value of every later put
+	// and of the delete was the object the cache had decoded already.
+	if n := decodes.Load(); n != 5 {
+		t.Fatalf("%d decodes for 5 puts and a delete, want 5", n)
+	}
 }

@@ -24,7 +24,10 @@ import (
 // entry keeps that object in full, once, as gone.
 type entry struct {
 	rev int64
-	ns  string // the namespace segment of the key ("" for cluster-scoped kinds)
+	key string // the store key of a put or delete
+	// valueLen is the length of a put's stored value.
+	valueLen int
+	ns       string // the namespace segment of the key ("" for cluster-scoped kinds)
 	// size approximates the bytes the entry holds (its objects, not their
 	// encodings, which the cache counts when they are made).
 	size int64
@@ -56,8 +59,10 @@ const (
 
 // newEntry decodes a store event (once; the cache shares the result). A
 // value that does not decode gives an entry carrying the error, so only
-// the watchers that would have seen it fail.
-func newEntry(src *Source, ev store.Event) *entry {
+// the watchers that would have seen it fail. The previous value is not
+// decoded again when latest (nil: none) holds the entry that put it: the
+// object decoded then is the same.
+func newEntry(src *Source, ev store.Event, latest map[string]*entry) *entry {
 	e := &entry{rev: ev.Revision, size: entryOverhead}
 	if ev.Type == store.EventProgress {
 		bm := &api.Object{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: src.Kind}}
@@ -67,14 +72,19 @@ func newEntry(src *Source, ev store.Event) *entry {
 		return e
 	}
 	if ev.KV != nil {
+		e.key = ev.KV.Key
 		e.ns = keyNamespace(src, ev.KV.Key)
 	}
 	var prev *api.Object
 	if ev.Prev != nil {
-		var err error
-		if prev, err = src.Decode(ev.Prev); err != nil {
-			e.err = err
-			return e
+		if put := latest[e.key]; put != nil && put.cur != nil && put.rev == ev.Prev.ModRevision {
+			prev = put.cur
+		} else {
+			var err error
+			if prev, err = src.Decode(ev.Prev); err != nil {
+				e.err = err
+				return e
+			}
 		}
 		e.existed, e.labels = true, prev.Labels
 	}
@@ -85,7 +95,7 @@ func newEntry(src *Source, ev store.Event) *entry {
 			e.err = err
 			return e
 		}
-		e.cur = cur
+		e.cur, e.valueLen = cur, len(ev.KV.Value)
 		e.size += objectOverhead + int64(len(ev.KV.Value))
 		if prev != nil {
 			if maps.Equal(prev.Labels, cur.Labels) {

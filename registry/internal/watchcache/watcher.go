@@ -420,7 +420,7 @@ func (w *directWatcher) run(ctx context.Context, initial Initial, sw *store.Watc
 				}
 				marked = now
 			}
-			e := newEntry(w.src, ev)
+			e := newEntry(w.src, ev, nil)
 			w.read.seq++
 			w.read.before += e.size
 			switch {
