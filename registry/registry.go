@@ -77,13 +77,14 @@ type Options struct {
 	// default DefaultMaxObjectBytes. Keep it well under store.MaxTxnBytes.
 	MaxObjectBytes int64
 
-	// StoreTimeout bounds how long the store may stay silent under a watch:
-	// a shared watch cache (or a watch of its own) whose etcd watch hears
-	// nothing for half of it asks etcd for progress, and one that then
-	// hears nothing for StoreTimeout more ends its watchers with
-	// ServiceUnavailable (they watch again). It is the API server's store
-	// timeout; default store.DefaultTimeout. (The store timeout of each
-	// request's calls comes with its context: store.WithTimeout.)
+	// StoreTimeout is the API's store timeout (store.WithTimeout), the
+	// server's; default store.DefaultTimeout. The in-process client gives
+	// it to each of its calls (WithStoreTimeout), as the server gives it to
+	// each request. It also bounds how long the store may stay silent under
+	// a watch: a shared watch cache (or a watch of its own) whose etcd
+	// watch hears nothing for half of it asks etcd for progress, and one
+	// that then hears nothing for StoreTimeout more ends its watchers with
+	// ServiceUnavailable (they watch again).
 	StoreTimeout time.Duration
 
 	// WatchBacklog and WatchBacklogBytes bound how far one watcher may
@@ -175,6 +176,19 @@ func system(ctx context.Context) context.Context { return identity.With(ctx, ide
 
 // Store returns the underlying store.
 func (r *Registry) Store() *store.Store { return r.store }
+
+// WithStoreTimeout returns ctx with the API's store timeout
+// (Options.StoreTimeout) unless it carries one already: the in-process
+// client gives it to each call, so that the controllers of a server's
+// process get, when etcd fails, the answers an HTTP client gets (503 with
+// a retry, or a Timeout naming what may have been written) within the
+// same bound rather than waiting for as long as the outage lasts.
+func (r *Registry) WithStoreTimeout(ctx context.Context) context.Context {
+	if store.TimeoutOf(ctx) > 0 {
+		return ctx
+	}
+	return store.WithTimeout(ctx, r.opts.StoreTimeout)
+}
 
 // Kinds returns the served kinds, sorted by name.
 func (r *Registry) Kinds() []api.KindInfo {

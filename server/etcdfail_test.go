@@ -302,6 +302,31 @@ func TestEtcdFailure_QuorumLossAnswers503WithinTheDeadlineAndRecovers(t *testing
 		}
 	}
 
+	// The controllers of the server's process, through the in-process
+	// client, get the same answers within the same bound.
+	inProcess := local.New(s.Registry, identity.System())
+	for name, call := range map[string]func() error{
+		"in-process get": func() error {
+			_, err := inProcess.Get(context.Background(), api.KindSecret, "default", "before")
+			return err
+		},
+		"in-process create": func() error {
+			_, err := inProcess.Create(context.Background(), testkit.Secret("default", "during-in-process", nil))
+			return err
+		},
+	} {
+		start := time.Now()
+		err := call()
+		took := time.Since(start)
+		t.Logf("%s: %v in %s", name, err, took.Round(time.Millisecond))
+		if api.ReasonOf(err) != api.ReasonUnavailable {
+			t.Errorf("%s without quorum: %v, want ServiceUnavailable", name, err)
+		}
+		if took > bound {
+			t.Errorf("%s without quorum took %s, more than %s", name, took, bound)
+		}
+	}
+
 	// The open watch is told: an ERROR event carrying a 503, or its end.
 	// etcd keeps a leaderless member's watch streams (answering progress
 	// requests) for three to four election timeouts (1s each) after it

@@ -40,9 +40,10 @@ func New(reg *registry.Registry, as identity.User) client.Interface {
 	return &localClient{r: reg, as: as}
 }
 
-// caller returns ctx carrying the client's identity.
+// caller returns ctx carrying the client's identity and, unless it has
+// one, the API's store timeout (registry.WithStoreTimeout).
 func (c *localClient) caller(ctx context.Context) context.Context {
-	return identity.With(ctx, c.as)
+	return identity.With(c.r.WithStoreTimeout(ctx), c.as)
 }
 
 func (c *localClient) Create(ctx context.Context, obj *api.Object) (*api.Object, error) {
