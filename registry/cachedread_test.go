@@ -11,6 +11,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/registry"
 )
 
 // rangeCalls is how many Range calls (single reads and lists; not the
@@ -40,16 +41,27 @@ func rangeCalls(t *testing.T) float64 {
 	return 0
 }
 
+// watchCleaners watches the Cleaners of default until the test ends, so
+// that their watch cache runs.
+func watchCleaners(t *testing.T, r *registry.Registry) api.Watcher {
+	t.Helper()
+	ctx, cancel := context.WithCancel(sysCtx())
+	w, err := r.Watch(ctx, api.KindCleaner, "default", api.ListOptions{})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.Stop()
+		cancel()
+	})
+	return w
+}
+
 func TestUpdates_TakeTheObjectTheyReplaceFromTheWatchCache(t *testing.T) {
 	r, _ := newRegistry(t)
 	ctx := sysCtx()
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := r.Watch(wctx, api.KindCleaner, "default", api.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := watchCleaners(t, r)
 	cl, err := r.Create(ctx, testkit.Cleaner("default", "cached"))
 	if err != nil {
 		t.Fatal(err)
@@ -86,13 +98,7 @@ func TestUpdates_TakeTheObjectTheyReplaceFromTheWatchCache(t *testing.T) {
 func TestUpdates_ActingOnAStaleCachedVersionLoseNothing(t *testing.T) {
 	r, _ := newRegistry(t)
 	ctx := sysCtx()
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := r.Watch(wctx, api.KindCleaner, "default", api.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	watchCleaners(t, r)
 	if _, err := r.Create(ctx, testkit.Cleaner("default", "raced")); err != nil {
 		t.Fatal(err)
 	}
