@@ -198,11 +198,14 @@ func BenchmarkCleaners100k(b *testing.B) {
 		testkit.Eventually(b, time.Minute, "every TTL passed", func() bool { return time.Since(created) > 2*time.Second })
 
 		counter := &countStatus{Interface: c}
-		ctl := cleaner.New(counter, cleaner.Options{Workers: 64, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		// Status writes committed together, as a manager's term does.
+		grouped, statuses := client.GroupStatuses(counter)
+		ctl := cleaner.New(grouped, cleaner.Options{Workers: 64, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		stopProfile := profileController(b)
 		start := time.Now()
+		go statuses.Run(rctx)
 		go func() { done <- ctl.Run(rctx) }()
 		testkit.Eventually(b, 10*time.Minute, "every cleaner evaluated", func() bool { return counter.n.Load() >= int64(n) })
 		elapsed := time.Since(start)

@@ -32,9 +32,10 @@ import (
 // Options configures a Controller. The zero value is usable.
 type Options struct {
 	// Workers is the number of Cleaners reconciled concurrently; default
-	// 64. A reconcile mostly waits for its status write to commit, and the
-	// writes waiting together are committed together (client.StatusGroup):
-	// more workers make larger batches when many Cleaners are due.
+	// 64. A reconcile mostly waits for its status write to commit; with a
+	// client that commits the writes waiting together in one transaction
+	// (client.GroupStatuses, as a manager's term client does), more
+	// workers make larger batches when many Cleaners are due.
 	Workers int
 	// Logger receives the controller's logs; default slog.Default().
 	Logger *slog.Logger
@@ -74,9 +75,6 @@ type Controller struct {
 	log   *slog.Logger
 	m     *metrics
 	sched *Schedule
-	// status batches the status writes when c is a client.StatusBatcher
-	// (see client.StatusGroup); nil: one UpdateStatus per write.
-	status *client.StatusGroup
 	// refs caches the last Cleaner's target references for the indexes.
 	refs refsCache
 
@@ -111,6 +109,9 @@ type compiled struct {
 }
 
 // New builds a controller acting through c. It does nothing until Run.
+// When many Cleaners are due together, each evaluation ends in a status
+// write: give it a client whose status writes are committed together
+// (client.GroupStatuses), as a manager's term client is.
 func New(c client.Interface, opts Options) *Controller {
 	if opts.Workers <= 0 {
 		opts.Workers = 64
@@ -127,9 +128,6 @@ func New(c client.Interface, opts Options) *Controller {
 		factory: opts.Informers, watched: map[string]*informer.Informer{}, programs: map[string]compiled{},
 		compiler: condition.NewCompiler(),
 		toWatch:  map[string]bool{}, wakeW: make(chan struct{}, 1),
-	}
-	if b, ok := c.(client.StatusBatcher); ok {
-		ctl.status = client.NewStatusGroup(b)
 	}
 	return ctl
 }
@@ -190,9 +188,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer wg.Wait()
 	defer cancel()
 	wg.Go(func() { c.watchLoop(ctx) })
-	if c.status != nil {
-		wg.Go(func() { c.status.Run(ctx) })
-	}
 	if c.cleaners.WaitForSync(ctx) {
 		c.restored.Store(true)
 		c.log.Info("cleaners scheduled", "scheduled", c.sched.Len(), "queued", c.ctrl.Len())

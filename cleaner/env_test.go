@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,10 +79,19 @@ func (e *env) startWith(c client.Interface, opts cleaner.Options) *running {
 	}
 	traces := e.traces
 	opts.Logger, opts.Traces = testLogger(), traces
+	// Status writes are committed together, as a manager's term does.
+	c, statuses := client.GroupStatuses(c)
 	ctl := cleaner.New(c, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- ctl.Run(ctx) }()
+	go func() {
+		var wg sync.WaitGroup
+		if statuses != nil {
+			wg.Go(func() { statuses.Run(ctx) })
+		}
+		done <- ctl.Run(ctx)
+		wg.Wait()
+	}()
 	stopped := false
 	stop := func() {
 		if stopped {

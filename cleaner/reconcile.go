@@ -177,12 +177,7 @@ func (c *Controller) writeStatus(ctx context.Context, obj *api.Object, cl *api.C
 	}
 	o := obj.DeepCopy()
 	o.SetField(api.FieldStatus, raw)
-	if c.status != nil {
-		_, err = c.status.Write(ctx, o)
-	} else {
-		_, err = c.c.UpdateStatus(ctx, o)
-	}
-	if err != nil {
+	if _, err = c.c.UpdateStatus(ctx, o); err != nil {
 		if errors.Is(err, api.ErrNotFound) {
 			return nil
 		}
