@@ -34,15 +34,24 @@ type flagpole struct {
 func New(s *session.Session) *cobra.Command {
 	flags := &flagpole{}
 	cmd := &cobra.Command{
-		Use:   "get KIND [NAME...]",
+		Use:   "get KIND[,KIND...] [NAME...] | KIND/NAME...",
 		Short: "List objects or show some by name",
-		Long: "Get prints objects of one kind. KIND is the kind, its plural or a short name, in any case.\n" +
+		Long: "Get prints objects. KIND is the kind, its plural or a short name, in any case.\n" +
 			"Without names it lists the namespace (-n) or every namespace (-A), optionally filtered by -l.\n" +
+			"Several kinds, comma-separated or as KIND/NAME arguments, print one table each (no -w).\n" +
 			"Secret values only appear in the YAML or JSON of a single Secret asked for by name.",
-		Example: "  cairn get installations -A\n  cairn get secret db -o yaml\n  cairn get events -l app=web -w",
-		Args:    cobra.MinimumNArgs(1),
+		Example: "  cairn get installations -A\n  cairn get secret db -o yaml\n  cairn get events -l app=web -w\n" +
+			"  cairn get installations,executions,deployitems\n  cairn get secret/db cleaner/preview",
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd.Context(), s, flags, args[0], args[1:])
+			targets, err := parseTargets(args)
+			if err != nil {
+				return err
+			}
+			if len(targets) == 1 {
+				return run(cmd.Context(), s, flags, targets[0].kind, targets[0].names)
+			}
+			return runMany(cmd.Context(), s, flags, targets)
 		},
 	}
 	f := cmd.Flags()
@@ -103,25 +112,14 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, kindName stri
 	return Follow(ctx, c, p, kind, ns, api.ListOptions{LabelSelector: flags.Selector, ResourceVersion: rv}, names)
 }
 
-// byName prints the named objects and returns the version to watch from. A single object prints in full; missing ones are reported together
-// after the others are printed.
+// byName prints the named objects and returns the version to watch from.
+// A single object prints in full; missing ones are reported together after
+// the others are printed.
 func byName(ctx context.Context, c client.Interface, p *printer.Printer, kind api.KindInfo, ns string, names []string) (string, error) {
-	var (
-		objs []*api.Object
-		errs []error
-	)
-	for _, n := range names {
-		o, err := c.Get(ctx, kind.Kind, ns, n)
-		if err != nil {
-			if !errors.Is(err, api.ErrNotFound) {
-				return "", err
-			}
-			errs = append(errs, err)
-			continue
-		}
-		objs = append(objs, o)
+	objs, missing, err := getNamed(ctx, c, kind, ns, names)
+	if err != nil {
+		return "", err
 	}
-	var err error
 	if len(names) == 1 && len(objs) == 1 {
 		err = p.PrintObject(objs[0])
 	} else {
@@ -134,31 +132,16 @@ func byName(ctx context.Context, c client.Interface, p *printer.Printer, kind ap
 	if len(objs) == 1 {
 		rv = objs[0].ResourceVersion
 	}
-	return rv, errors.Join(errs...)
+	return rv, errors.Join(missing...)
 }
 
 // list prints every object of the kind in ns, read in pages of
 // --chunk-size (all read first, so the table lines up), and returns the
 // list's resource version.
 func list(ctx context.Context, s *session.Session, c client.Interface, p *printer.Printer, kind api.KindInfo, ns string, flags *flagpole) (string, error) {
-	opts := api.ListOptions{LabelSelector: flags.Selector, Limit: flags.ChunkSize}
-	var (
-		items []*api.Object
-		rv    string
-	)
-	for {
-		l, err := c.List(ctx, kind.Kind, ns, opts)
-		if err != nil {
-			return "", err
-		}
-		items = append(items, l.Items...)
-		if rv == "" {
-			rv = l.ResourceVersion
-		}
-		if l.Continue == "" {
-			break
-		}
-		opts.Continue = l.Continue
+	items, rv, err := listAll(ctx, c, kind, ns, api.ListOptions{LabelSelector: flags.Selector, Limit: flags.ChunkSize})
+	if err != nil {
+		return "", err
 	}
 	if len(items) == 0 && !flags.Watch {
 		where := ""
