@@ -78,6 +78,31 @@ func TestGet_Outputs(t *testing.T) {
 			args: []string{"get", "secret", "-o", "name"},
 			want: "secret/api\nsecret/db\n",
 		},
+		{
+			name: "comma-separated kinds: one table each, in the order asked",
+			args: []string{"get", "namespaces,secrets"},
+			want: "NAME STATUS AGE\ndefault Active AGE\nteam Active AGE\n\nNAME TYPE DATA AGE\napi token 1 AGE\ndb Opaque 2 AGE\n",
+		},
+		{
+			name: "a kind with nothing to show is left out",
+			args: []string{"get", "cleaners,secret", "-l", "app=web"},
+			want: "NAME TYPE DATA AGE\ndb Opaque 2 AGE\n",
+		},
+		{
+			name: "KIND/NAME arguments of several kinds",
+			args: []string{"get", "secret/db", "ns/team", "secret/api"},
+			want: "NAME TYPE DATA AGE\ndb Opaque 2 AGE\napi token 1 AGE\n\nNAME STATUS AGE\nteam Active AGE\n",
+		},
+		{
+			name: "KIND/NAME of one kind is get KIND NAME",
+			args: []string{"get", "secret/db", "-o", "name"},
+			want: "secret/db\n",
+		},
+		{
+			name: "names of several kinds",
+			args: []string{"get", "ns,secrets", "-o", "name"},
+			want: "namespace/default\nnamespace/team\nsecret/api\nsecret/db\n",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,6 +170,13 @@ func TestGet_Errors(t *testing.T) {
 		{"missing object after found ones", []string{"get", "secret", "db", "nope"}, `"nope" not found`, "db "},
 		{"bad output", []string{"get", "secrets", "-o", "xml"}, `unknown output format "xml"`, ""},
 		{"bad selector", []string{"get", "secrets", "-l", "a in (b"}, "Error: ", ""},
+		{"names after several kinds", []string{"get", "secrets,ns", "db"}, "names need a single kind", ""},
+		{"mixed forms", []string{"get", "secret/db", "api"}, "either KIND NAME... or KIND/NAME...", ""},
+		{"empty kind", []string{"get", "secrets,"}, "has an empty kind", ""},
+		{"not KIND/NAME", []string{"get", "secret/"}, `"secret/" is not KIND/NAME`, ""},
+		{"watch of several kinds", []string{"get", "secrets,ns", "-w"}, "-w follows one kind", ""},
+		{"unknown kind among several", []string{"get", "secrets,gadgets"}, `unknown kind "gadgets"`, "db"},
+		{"missing name of several kinds, after the others", []string{"get", "secret/db", "ns/nope"}, `"nope" not found`, "db "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
