@@ -225,6 +225,19 @@ func FromResource(r any) (*Object, error) {
 	return o, nil
 }
 
+// SameJSON reports whether a and b hold the same JSON value, whatever
+// their spacing and the order of their object keys; false when either is
+// not JSON (nothing included).
+func SameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return bytes.Equal(ja, jb)
+}
+
 // Field returns the raw value of a top-level field, or nil.
 func (o *Object) Field(name string) json.RawMessage { return o.Fields[name] }
 

@@ -296,23 +296,10 @@ func BenchmarkWatchFanout(b *testing.B) {
 // keys may share one transaction (one revision).
 func keysWritten(b *testing.B) float64 {
 	b.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var n float64
-	found := 0
-	for _, mf := range mfs {
-		switch mf.GetName() {
-		case "etcd_mvcc_put_total", "etcd_mvcc_delete_total":
-			found++
-			for _, m := range mf.GetMetric() {
-				n += m.GetCounter().GetValue()
-			}
-		}
-	}
-	if found != 2 {
+	puts, okPuts := testkit.MetricSum(b, prometheus.DefaultGatherer, "etcd_mvcc_put_total")
+	deletes, okDeletes := testkit.MetricSum(b, prometheus.DefaultGatherer, "etcd_mvcc_delete_total")
+	if !okPuts || !okDeletes {
 		b.Fatal("etcd's put and delete counters are not registered in this process")
 	}
-	return n
+	return puts + deletes
 }

@@ -63,67 +63,51 @@ func (c *fenced) end(err error) error {
 	return err
 }
 
-func (c *fenced) Create(ctx context.Context, obj *api.Object) (*api.Object, error) {
+// write runs one write of c's under the fence: refused at once when the
+// fence has failed, noted when the write finds that it has.
+func write[T any](ctx context.Context, c *fenced, w func(ctx context.Context) (T, error)) (T, error) {
 	ctx, err := c.begin(ctx)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	out, err := c.c.Create(ctx, obj)
+	out, err := w(ctx)
 	return out, c.end(err)
+}
+
+func (c *fenced) Create(ctx context.Context, obj *api.Object) (*api.Object, error) {
+	return write(ctx, c, func(ctx context.Context) (*api.Object, error) { return c.c.Create(ctx, obj) })
 }
 
 func (c *fenced) Update(ctx context.Context, obj *api.Object) (*api.Object, error) {
-	ctx, err := c.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out, err := c.c.Update(ctx, obj)
-	return out, c.end(err)
+	return write(ctx, c, func(ctx context.Context) (*api.Object, error) { return c.c.Update(ctx, obj) })
 }
 
 func (c *fenced) UpdateStatus(ctx context.Context, obj *api.Object) (*api.Object, error) {
-	ctx, err := c.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out, err := c.c.UpdateStatus(ctx, obj)
-	return out, c.end(err)
+	return write(ctx, c, func(ctx context.Context) (*api.Object, error) { return c.c.UpdateStatus(ctx, obj) })
 }
 
 func (c *fenced) Patch(ctx context.Context, kind, ns, name string, patch []byte, status bool) (*api.Object, error) {
-	ctx, err := c.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out, err := c.c.Patch(ctx, kind, ns, name, patch, status)
-	return out, c.end(err)
+	return write(ctx, c, func(ctx context.Context) (*api.Object, error) {
+		return c.c.Patch(ctx, kind, ns, name, patch, status)
+	})
 }
 
 func (c *fenced) Delete(ctx context.Context, kind, ns, name string, opts api.DeleteOptions) (*api.Object, bool, error) {
-	ctx, err := c.begin(ctx)
-	if err != nil {
-		return nil, false, err
-	}
-	out, gone, err := c.c.Delete(ctx, kind, ns, name, opts)
-	return out, gone, c.end(err)
+	var gone bool
+	out, err := write(ctx, c, func(ctx context.Context) (out *api.Object, err error) {
+		out, gone, err = c.c.Delete(ctx, kind, ns, name, opts)
+		return out, err
+	})
+	return out, gone, err
 }
 
 func (c *fenced) Action(ctx context.Context, req ActionRequest) ([]byte, error) {
-	ctx, err := c.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out, err := c.c.Action(ctx, req)
-	return out, c.end(err)
+	return write(ctx, c, func(ctx context.Context) ([]byte, error) { return c.c.Action(ctx, req) })
 }
 
 func (c *fenced) ActionStream(ctx context.Context, req ActionRequest) (io.ReadCloser, error) {
-	ctx, err := c.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out, err := c.c.ActionStream(ctx, req)
-	return out, c.end(err)
+	return write(ctx, c, func(ctx context.Context) (io.ReadCloser, error) { return c.c.ActionStream(ctx, req) })
 }
 
 func (c *fenced) Get(ctx context.Context, kind, ns, name string) (*api.Object, error) {

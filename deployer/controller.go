@@ -461,9 +461,8 @@ func sanitize(uid string) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// publish writes exports into the item's export DataObject. It creates
-// it first (an item's first run, the usual case, reads nothing); when it
-// exists it is read and updated, unless it holds those exports already.
+// publish writes exports into the item's export DataObject
+// (client.Publish: created, or updated unless it holds them already).
 func (k *Controller) publish(ctx context.Context, d *api.DeployItem, exports json.RawMessage) (string, error) {
 	name := ExportName(d.Name)
 	obj, err := api.FromResource(&api.DataObject{
@@ -475,37 +474,10 @@ func (k *Controller) publish(ctx context.Context, d *api.DeployItem, exports jso
 	if err != nil {
 		return "", err
 	}
-	_, err = k.c.Create(ctx, obj)
-	if err == nil {
-		return name, nil
-	}
-	if !errors.Is(err, api.ErrAlreadyExists) {
-		return "", fmt.Errorf("deployer: create export DataObject %s: %w", name, err)
-	}
-	cur, err := k.c.Get(ctx, api.KindDataObject, d.Namespace, name)
-	if err != nil {
-		return "", fmt.Errorf("deployer: read export DataObject %s: %w", name, err)
-	}
-	if sameJSON(cur.Field("data"), exports) {
-		return name, nil
-	}
-	next := cur.DeepCopy()
-	next.SetField("data", exports)
-	if _, err := k.c.Update(ctx, next); err != nil {
-		return "", fmt.Errorf("deployer: update export DataObject %s: %w", name, err)
+	if err := client.Publish(ctx, k.c, obj, "data"); err != nil {
+		return "", fmt.Errorf("deployer: exports of %s: %w", d.Name, err)
 	}
 	return name, nil
-}
-
-// sameJSON reports whether a and b hold the same JSON value.
-func sameJSON(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	ja, _ := json.Marshal(x)
-	jb, _ := json.Marshal(y)
-	return string(ja) == string(jb)
 }
 
 // ExportName is the name of the DataObject holding deploy item item's

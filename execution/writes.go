@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/trace"
 )
@@ -80,7 +81,7 @@ func (r *Reconciler) apply(ctx context.Context, e *api.Execution, t api.DeployIt
 func sameSpec(a, b api.DeployItemSpec) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
-	return jsonEqual(x, y)
+	return api.SameJSON(x, y)
 }
 
 func dropController(refs []api.OwnerReference) []api.OwnerReference {
@@ -158,37 +159,10 @@ func (r *Reconciler) collectExports(ctx context.Context, e *api.Execution, items
 	if err != nil {
 		return "", err
 	}
-	// Created first: the first collection, the usual case, reads nothing.
-	_, err = r.c.Create(ctx, obj)
-	if err == nil {
-		return name, nil
-	}
-	if !errors.Is(err, api.ErrAlreadyExists) {
-		return "", fmt.Errorf("execution: create export DataObject %s: %w", name, err)
-	}
-	cur, err := r.c.Get(ctx, api.KindDataObject, e.Namespace, name)
-	if err != nil {
-		return "", fmt.Errorf("execution: read export DataObject %s: %w", name, err)
-	}
-	if jsonEqual(cur.Field("data"), data) {
-		return name, nil
-	}
-	next := cur.DeepCopy()
-	next.SetField("data", data)
-	if _, err := r.c.Update(ctx, next); err != nil {
-		return "", fmt.Errorf("execution: update export DataObject %s: %w", name, err)
+	if err := client.Publish(ctx, r.c, obj, "data"); err != nil {
+		return "", fmt.Errorf("execution: exports of %s: %w", e.Name, err)
 	}
 	return name, nil
-}
-
-func jsonEqual(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	ja, _ := json.Marshal(x)
-	jb, _ := json.Marshal(y)
-	return string(ja) == string(jb)
 }
 
 // writeStatus writes st as e's status unless it is unchanged.

@@ -459,21 +459,6 @@ func TestCollector_OrphansLeftWhileStoppedAreCollectedAtStart(t *testing.T) {
 // 0 when absent.
 func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	n, _ := testkit.MetricSum(t, reg, name, label, value)
+	return n
 }

@@ -184,21 +184,6 @@ func revokeAfterRenewal(t *testing.T, c client.Interface) (int64, time.Time) {
 // termsEnded reads cairn_manager_terms_total{result} from reg.
 func termsEnded(t *testing.T, reg *prometheus.Registry, result string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "cairn_manager_terms_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" && l.GetValue() == result {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	n, _ := testkit.MetricSum(t, reg, "cairn_manager_terms_total", "result", result)
+	return n
 }

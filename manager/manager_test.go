@@ -215,21 +215,5 @@ func TestManager_NewRejectsMissingPieces(t *testing.T) {
 // failedTerms reads cairn_manager_terms_total{result="failed"} from reg.
 func failedTerms(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "cairn_manager_terms_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" && l.GetValue() == "failed" {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return termsEnded(t, reg, "failed")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -98,20 +97,7 @@ func gadgetKind() registry.Kind {
 func newRegistryWith(t *testing.T, rules ...authz.Rule) (*registry.Registry, *store.Store) {
 	t.Helper()
 	s, _ := storetest.Start(t)
-	enc, err := registry.LoadOrCreateKey(filepath.Join(t.TempDir(), "key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := registry.New(s, registry.Options{Kinds: append(kinds.All(kinds.Deps{}), gadgetKind()),
-		Encryption: enc, Authorize: rules})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
-	if err := r.Init(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return r, s
+	return startOn(t, s, registry.Options{Kinds: append(kinds.All(kinds.Deps{}), gadgetKind()), Authorize: rules}), s
 }
 
 func gadgetObj(name, from string) *api.Object {

@@ -19,26 +19,11 @@ import (
 // its gRPC server's own counter.
 func rangeCalls(t *testing.T) float64 {
 	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
+	n, found := testkit.MetricSum(t, prometheus.DefaultGatherer, "grpc_server_handled_total", "grpc_method", "Range")
+	if !found {
+		t.Fatal("etcd's gRPC server counters are not registered in this process")
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != "grpc_server_handled_total" {
-			continue
-		}
-		n := 0.0
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "grpc_method" && l.GetValue() == "Range" {
-					n += m.GetCounter().GetValue()
-				}
-			}
-		}
-		return n
-	}
-	t.Fatal("etcd's gRPC server counters are not registered in this process")
-	return 0
+	return n
 }
 
 // watchCleaners watches the Cleaners of default until the test ends, so

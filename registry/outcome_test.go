@@ -3,7 +3,6 @@ package registry_test
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +16,6 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/internal/testkit"
-	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store"
 	"cairn.dev/cairn/store/storetest"
@@ -89,19 +87,7 @@ func newFaultyRegistry(t *testing.T) (*registry.Registry, *store.Store, *faults)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	enc, err := registry.LoadOrCreateKey(filepath.Join(t.TempDir(), "key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := registry.New(store.New(cli), registry.Options{Kinds: kinds.All(kinds.Deps{}), Encryption: enc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
-	if err := r.Init(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return r, clean, f
+	return startOn(t, store.New(cli), registry.Options{}), clean, f
 }
 
 // deadlineCtx is the system's context with a store timeout of d.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store"
 )
@@ -20,6 +22,30 @@ import (
 // sysCtx is a context carrying the system identity (an admin): the
 // registry refuses a context without a caller.
 func sysCtx() context.Context { return identity.With(context.Background(), identity.System()) }
+
+// startOn builds a registry over s with opts (the real kinds when opts
+// names none, and a fresh encryption key), initializes it and closes it
+// when the test ends.
+func startOn(t *testing.T, s *store.Store, opts registry.Options) *registry.Registry {
+	t.Helper()
+	if opts.Kinds == nil {
+		opts.Kinds = kinds.All(kinds.Deps{})
+	}
+	enc, err := registry.LoadOrCreateKey(filepath.Join(t.TempDir(), "key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Encryption = enc
+	r, err := registry.New(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	if err := r.Init(sysCtx()); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
 
 func newRegistry(t *testing.T) (*registry.Registry, *store.Store) {
 	t.Helper()

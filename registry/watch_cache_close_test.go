@@ -3,14 +3,12 @@ package registry_test
 import (
 	"context"
 	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store"
 	"cairn.dev/cairn/store/storetest"
@@ -24,18 +22,7 @@ func TestWatchCache_SlowStoreDoesNotHoldUpClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	enc, err := registry.LoadOrCreateKey(filepath.Join(t.TempDir(), "key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := registry.New(store.New(cli), registry.Options{Kinds: kinds.All(kinds.Deps{}), Encryption: enc, BookmarkInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Init(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
+	r := startOn(t, store.New(cli), registry.Options{BookmarkInterval: time.Hour})
 
 	p.pause()
 	type result struct {

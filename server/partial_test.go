@@ -76,15 +76,8 @@ func TestPartial_WatchSendsEveryEventAsMetadata(t *testing.T) {
 	s := servertest.Start(t)
 	c := newClient(t, s)
 	coll := nsPath("default", "secrets")
-	req, _ := http.NewRequest("GET", s.URL+coll+"?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", nil)
-	req.Header.Set("Authorization", "Bearer "+s.Token)
-	req.Header.Set("Accept", partialAccept)
-	resp, err := s.HTTPClient().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
+	dec := json.NewDecoder(openStream(t, s, coll+"?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+		"Accept", partialAccept))
 	next := func() (string, metav1.PartialObjectMetadata) {
 		t.Helper()
 		var ev struct {

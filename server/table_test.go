@@ -95,20 +95,13 @@ func TestTable_WatchSendsEachChangeAsATableRow(t *testing.T) {
 	s := servertest.Start(t)
 	c := newClient(t, s)
 	coll := nsPath("default", "secrets")
-	req, _ := http.NewRequest("GET", s.URL+coll+"?watch=true&fieldSelector=metadata.name%3Dw", nil)
-	req.Header.Set("Authorization", "Bearer "+s.Token)
-	req.Header.Set("Accept", tableAccept)
-	resp, err := s.HTTPClient().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	body := openStream(t, s, coll+"?watch=true&fieldSelector=metadata.name%3Dw", "Accept", tableAccept)
 	c.do("POST", coll, testkit.Secret("default", "w", nil)).expect(t, http.StatusCreated)
 	var ev struct {
 		Type   string
 		Object json.RawMessage
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&ev); err != nil {
+	if err := json.NewDecoder(body).Decode(&ev); err != nil {
 		t.Fatal(err)
 	}
 	tbl := decodeTable(t, ev.Object)

@@ -27,14 +27,18 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// openStream starts a GET and returns its body once the headers say 200.
-// The request gives up after 30s so a missing event fails instead of hanging.
-func openStream(t testing.TB, s *servertest.Server, p string) io.ReadCloser {
+// openStream starts a GET (with headers, name and value pairs) and
+// returns its body once the headers say 200. The request gives up after
+// 30s so a missing event fails instead of hanging.
+func openStream(t testing.TB, s *servertest.Server, p string, headers ...string) io.ReadCloser {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, "GET", s.URL+p, nil)
 	req.Header.Set("Authorization", "Bearer "+s.Token)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	resp, err := s.HTTPClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
