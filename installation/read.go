@@ -59,22 +59,8 @@ type refs struct {
 	Blueprint struct {
 		Ref string `json:"ref"`
 	} `json:"blueprint"`
-	Imports struct {
-		Data []struct {
-			DataRef string `json:"dataRef"`
-		} `json:"data"`
-		Targets []struct {
-			Target string `json:"target"`
-		} `json:"targets"`
-	} `json:"imports"`
-	Exports struct {
-		Data []struct {
-			DataRef string `json:"dataRef"`
-		} `json:"data"`
-		Targets []struct {
-			Target string `json:"target"`
-		} `json:"targets"`
-	} `json:"exports"`
+	Imports api.InstallationImports `json:"imports"`
+	Exports api.InstallationExports `json:"exports"`
 }
 
 func refsOf(obj *api.Object) *refs {
@@ -86,37 +72,17 @@ func refsOf(obj *api.Object) *refs {
 }
 
 func indexExportsFunc(obj *api.Object) []string {
-	r := refsOf(obj)
-	if r == nil {
-		return nil
+	if r := refsOf(obj); r != nil {
+		return exportKeys(obj.Namespace, contextOf(&obj.ObjectMeta), r.Exports)
 	}
-	var out []string
-	ctx := contextOf(&obj.ObjectMeta)
-	for _, e := range r.Exports.Data {
-		out = append(out, refKey(obj.Namespace, ctx, refData, e.DataRef))
-	}
-	for _, e := range r.Exports.Targets {
-		out = append(out, refKey(obj.Namespace, ctx, refTarget, e.Target))
-	}
-	return out
+	return nil
 }
 
 func indexImportsFunc(obj *api.Object) []string {
-	r := refsOf(obj)
-	if r == nil {
-		return nil
+	if r := refsOf(obj); r != nil {
+		return importKeys(obj.Namespace, contextOf(&obj.ObjectMeta), r.Imports)
 	}
-	var out []string
-	ctx := contextOf(&obj.ObjectMeta)
-	for _, d := range r.Imports.Data {
-		if d.DataRef != "" {
-			out = append(out, refKey(obj.Namespace, ctx, refData, d.DataRef))
-		}
-	}
-	for _, t := range r.Imports.Targets {
-		out = append(out, refKey(obj.Namespace, ctx, refTarget, t.Target))
-	}
-	return out
+	return nil
 }
 
 func indexBlueprintFunc(obj *api.Object) []string {
@@ -185,30 +151,29 @@ func (c *caches) parent(inst *api.Installation) *api.Installation {
 	return p
 }
 
-// importKeys and exportKeys are the index values of what inst imports
-// from, and exports to, its context.
-func importKeys(inst *api.Installation) []string {
+// importKeys and exportKeys are the index values of what an installation
+// of namespace ns and context ctx imports from, and exports to, its
+// context.
+func importKeys(ns, ctx string, im api.InstallationImports) []string {
 	var out []string
-	ctx := contextOf(&inst.ObjectMeta)
-	for _, d := range inst.Spec.Imports.Data {
+	for _, d := range im.Data {
 		if d.DataRef != "" {
-			out = append(out, refKey(inst.Namespace, ctx, refData, d.DataRef))
+			out = append(out, refKey(ns, ctx, refData, d.DataRef))
 		}
 	}
-	for _, t := range inst.Spec.Imports.Targets {
-		out = append(out, refKey(inst.Namespace, ctx, refTarget, t.Target))
+	for _, t := range im.Targets {
+		out = append(out, refKey(ns, ctx, refTarget, t.Target))
 	}
 	return out
 }
 
-func exportKeys(inst *api.Installation) []string {
+func exportKeys(ns, ctx string, ex api.InstallationExports) []string {
 	var out []string
-	ctx := contextOf(&inst.ObjectMeta)
-	for _, e := range inst.Spec.Exports.Data {
-		out = append(out, refKey(inst.Namespace, ctx, refData, e.DataRef))
+	for _, e := range ex.Data {
+		out = append(out, refKey(ns, ctx, refData, e.DataRef))
 	}
-	for _, e := range inst.Spec.Exports.Targets {
-		out = append(out, refKey(inst.Namespace, ctx, refTarget, e.Target))
+	for _, e := range ex.Targets {
+		out = append(out, refKey(ns, ctx, refTarget, e.Target))
 	}
 	return out
 }
@@ -227,10 +192,10 @@ func (c *caches) siblings(inst *api.Installation) map[string]*api.Installation {
 			}
 		}
 	}
-	for _, k := range importKeys(inst) {
+	for _, k := range importKeys(inst.Namespace, contextOf(&inst.ObjectMeta), inst.Spec.Imports) {
 		add(c.byIndex(indexExports, k))
 	}
-	for _, k := range exportKeys(inst) {
+	for _, k := range exportKeys(inst.Namespace, contextOf(&inst.ObjectMeta), inst.Spec.Exports) {
 		add(c.byIndex(indexImports, k))
 	}
 	return out
@@ -240,7 +205,7 @@ func (c *caches) siblings(inst *api.Installation) map[string]*api.Installation {
 func (c *caches) importers(inst *api.Installation) []*api.Installation {
 	var out []*api.Installation
 	seen := map[string]bool{}
-	for _, k := range exportKeys(inst) {
+	for _, k := range exportKeys(inst.Namespace, contextOf(&inst.ObjectMeta), inst.Spec.Exports) {
 		for _, s := range c.byIndex(indexImports, k) {
 			if s.Name != inst.Name && !seen[s.Name] {
 				seen[s.Name] = true
