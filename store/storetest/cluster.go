@@ -2,12 +2,17 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,6 +60,38 @@ type member struct {
 // and every member serves clients. It fails the test when it cannot.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	// The members' addresses must be known before they start; another
+	// process may take one between the choice and the bind. Then the
+	// cluster starts again on other addresses.
+	var err error
+	for attempt := 0; attempt < startAttempts; attempt++ {
+		c := newCluster(t)
+		if err = c.startAll(); err == nil {
+			t.Cleanup(c.stop)
+			c.WaitReady(t)
+			return c
+		}
+		c.stop()
+		if !addrInUse(err) {
+			break
+		}
+	}
+	t.Fatalf("storetest: start etcd cluster: %v", err)
+	return nil
+}
+
+// addrInUse reports whether err is a bind to a taken address (etcd may
+// pass it on as text).
+func addrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+// startAttempts bounds the starts of a cluster whose address was taken.
+const startAttempts = 5
+
+// newCluster chooses the members' addresses and data dirs.
+func newCluster(t testing.TB) *Cluster {
+	t.Helper()
 	c := &Cluster{token: fmt.Sprintf("cairn-test-%d", time.Now().UnixNano())}
 	var peers []string
 	for i := range c.members {
@@ -65,26 +102,62 @@ func StartCluster(t testing.TB) *Cluster {
 		peers = append(peers, m.name+"="+peer.String())
 	}
 	c.initial = strings.Join(peers, ",")
-	t.Cleanup(c.stop)
-	for i := range c.members {
-		if err := c.start(i); err != nil {
-			t.Fatalf("storetest: start etcd member %d: %v", i, err)
-		}
-	}
-	c.WaitReady(t)
 	return c
 }
 
+// startAll starts every member.
+func (c *Cluster) startAll() error {
+	for i := range c.members {
+		if err := c.start(i); err != nil {
+			return fmt.Errorf("member %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // freeURL returns an http URL on a loopback port that was free a moment
-// ago (etcd's peer URLs must be known before its members start).
+// ago (etcd's peer URLs must be known before its members start, and a
+// killed member restarts on the same ones). The port is chosen below the
+// kernel's ephemeral range when it can be: the ports of that range are
+// handed to every listener on port 0 and every outgoing connection of
+// the processes running beside the tests, so one free a moment ago is
+// soon taken again, while one below it is only taken by a choice like
+// this one.
 func freeURL(t testing.TB) url.URL {
 	t.Helper()
+	lo, hi := fixedPortRange()
+	for tries := 0; lo < hi && tries < 100; tries++ {
+		addr := fmt.Sprintf("127.0.0.1:%d", lo+rand.IntN(hi-lo))
+		if l, err := net.Listen("tcp", addr); err == nil {
+			l.Close()
+			return url.URL{Scheme: "http", Host: addr}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("storetest: find a free port: %v", err)
 	}
 	defer l.Close()
 	return url.URL{Scheme: "http", Host: l.Addr().String()}
+}
+
+// fixedPortRange returns the ports freeURL chooses from: from 10000 up to
+// the start of the ephemeral range (Linux's ip_local_port_range), or an
+// empty range where that is not known or leaves too few.
+func fixedPortRange() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0
+	}
+	ephemeral, err := strconv.Atoi(f[0])
+	if err != nil || ephemeral-10000 < 1000 {
+		return 0, 0
+	}
+	return 10000, ephemeral
 }
 
 // start runs member i on its data dir. It does not wait for the member to
