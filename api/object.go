@@ -218,8 +218,10 @@ func FromResource(r any) (*Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	// UnmarshalJSON itself: json.Unmarshal would check raw, which
+	// json.Marshal just made, once more before decoding it.
 	o := &Object{}
-	if err := json.Unmarshal(raw, o); err != nil {
+	if err := o.UnmarshalJSON(raw); err != nil {
 		return nil, err
 	}
 	return o, nil

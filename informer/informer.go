@@ -81,7 +81,10 @@ type Options struct {
 	// ResyncPeriod, when positive, re-delivers every cached object through
 	// OnUpdate(obj, obj) this often. Zero means never.
 	ResyncPeriod time.Duration
-	// PageSize is the limit of each page of a list; default 500.
+	// PageSize is the limit of the first page of a list; default 500.
+	// Each next page's limit doubles, up to maxPageGrowth times PageSize:
+	// a short list costs a small page, and a long one few pages (the
+	// store counts every key left at each page).
 	PageSize int64
 	// MinBackoff and MaxBackoff bound the wait before retrying a failed list
 	// or watch; defaults 100ms and 30s. The wait doubles with each failure
@@ -310,8 +313,12 @@ func (i *core) Run(ctx context.Context) {
 	}
 }
 
-// relist reads every object (page by page, at one revision) and replaces
-// the cache with them. It returns the list's resourceVersion.
+// maxPageGrowth bounds a list's page limit: PageSize times this.
+const maxPageGrowth = 16
+
+// relist reads every object (page by page, at one revision, each page's
+// limit twice the one before, up to maxPageGrowth times the first) and
+// replaces the cache with them. It returns the list's resourceVersion.
 func (i *core) relist(ctx context.Context) (string, error) {
 	items := map[string]*api.Object{}
 	opts := api.ListOptions{LabelSelector: i.opts.LabelSelector, Limit: i.opts.PageSize}
@@ -331,6 +338,7 @@ func (i *core) relist(ctx context.Context) (string, error) {
 			break
 		}
 		opts.Continue = l.Continue
+		opts.Limit = min(2*opts.Limit, maxPageGrowth*i.opts.PageSize)
 	}
 	i.replace(items, rv)
 	return rv, nil

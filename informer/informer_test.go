@@ -382,3 +382,41 @@ func TestInformer_WaitForSyncReturnsFalseWhenCancelled(t *testing.T) {
 		t.Error("an informer that never ran reports synced")
 	}
 }
+
+// listLimits records the limit of every List its client is asked for.
+type listLimits struct {
+	client.Interface
+	mu     sync.Mutex
+	limits []int64
+}
+
+func (c *listLimits) List(ctx context.Context, kind, ns string, opts api.ListOptions) (*api.List, error) {
+	c.mu.Lock()
+	c.limits = append(c.limits, opts.Limit)
+	c.mu.Unlock()
+	return c.Interface.List(ctx, kind, ns, opts)
+}
+
+func TestInformer_PagesOfAListGrow(t *testing.T) {
+	srv := servertest.Start(t)
+	c := &listLimits{Interface: local.New(srv.Registry, identity.System())}
+	const n = 100
+	var want []string
+	for i := range n {
+		name := fmt.Sprintf("p-%03d", i)
+		want = append(want, name)
+		create(t, c, testkit.Secret("default", name, nil))
+	}
+	// Pages of 2, 4, 8, ..., up to 16 × 2 = 32: 2+4+8+16+32+32+32 covers
+	// 100 in 7 lists, where pages of 2 would take 50.
+	inf := informer.New(c, api.KindSecret, "default", informer.Options{PageSize: 2})
+	run(t, inf)
+	if got := names(inf.List()); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("the informer holds %d objects, want the %d created", len(got), n)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if wantLimits := []int64{2, 4, 8, 16, 32, 32, 32}; fmt.Sprint(c.limits) != fmt.Sprint(wantLimits) {
+		t.Fatalf("the first list asked for pages of %v, want %v", c.limits, wantLimits)
+	}
+}

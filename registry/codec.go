@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,16 +22,32 @@ type stored struct {
 // encode serializes obj for the store: resourceVersion is not stored (it is
 // the key's mod revision) and encrypted kinds are sealed.
 func (r *Registry) encode(k *Kind, obj *api.Object) ([]byte, error) {
+	plain, err := storedJSON(k, obj)
+	if err != nil {
+		return nil, err
+	}
+	return r.seal(k, obj, plain)
+}
+
+// storedJSON is the JSON obj is stored as, before any sealing: obj
+// without its resourceVersion.
+func storedJSON(k *Kind, obj *api.Object) ([]byte, error) {
 	c := *obj
 	c.ResourceVersion = ""
 	raw, err := json.Marshal(&c)
 	if err != nil {
 		return nil, fmt.Errorf("registry: encode %s: %w", k.Kind, err)
 	}
-	if k.Encrypted {
-		return r.enc.encrypt(raw, r.key(k, obj.Namespace, obj.Name))
-	}
 	return raw, nil
+}
+
+// seal is the stored value of obj's JSON plain: plain itself, or for an
+// encrypted kind its ciphertext.
+func (r *Registry) seal(k *Kind, obj *api.Object, plain []byte) ([]byte, error) {
+	if k.Encrypted {
+		return r.enc.encrypt(plain, r.key(k, obj.Namespace, obj.Name))
+	}
+	return plain, nil
 }
 
 // decode reads a stored value and sets resourceVersion from its revision.
@@ -45,7 +60,9 @@ func (r *Registry) decode(k *Kind, kv *store.KV) (*api.Object, error) {
 		}
 	}
 	obj := &api.Object{}
-	if err := json.Unmarshal(raw, obj); err != nil {
+	// UnmarshalJSON itself: json.Unmarshal would scan the value once more
+	// to check it first, and UnmarshalJSON checks it as it reads.
+	if err := obj.UnmarshalJSON(raw); err != nil {
 		return nil, fmt.Errorf("registry: stored object %s does not decode: %w", kv.Key, err)
 	}
 	obj.ResourceVersion = strconv.FormatInt(kv.ModRevision, 10)
@@ -111,15 +128,6 @@ func desired(o *api.Object) []byte {
 	delete(m, api.FieldStatus)
 	raw, _ := json.Marshal(m) // a map of RawMessage always marshals
 	return raw
-}
-
-// sameStored reports whether two objects would be stored identically.
-func sameStored(a, b *api.Object) bool {
-	ca, cb := *a, *b
-	ca.ResourceVersion, cb.ResourceVersion = "", ""
-	ra, err1 := json.Marshal(&ca)
-	rb, err2 := json.Marshal(&cb)
-	return err1 == nil && err2 == nil && bytes.Equal(ra, rb)
 }
 
 func parseRV(rv string) (int64, error) {

@@ -110,7 +110,9 @@ func Define[T api.Resource](s Spec[T]) Kind {
 	newT := func() T { return reflect.New(elem).Interface().(T) }
 	decode := func(o *api.Object, strict bool) (T, error) {
 		t := newT()
-		raw, err := json.Marshal(o)
+		// MarshalJSON itself: json.Marshal would scan its output again
+		// to check and compact it, and the decoder does not need that.
+		raw, err := o.MarshalJSON()
 		if err != nil {
 			return t, err
 		}

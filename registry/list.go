@@ -29,6 +29,9 @@ const (
 	// the size of the largest value of the previous read, or, for a list's
 	// first read, of the last read of any list of the kind.
 	listPageBytes = 512 << 10
+	// listWholeScale is how many times larger (in keys and in bytes) the
+	// pages of a list collected whole are (see ListReader.fetch).
+	listWholeScale = 16
 )
 
 // continueToken is the opaque position of the next page.
@@ -51,11 +54,11 @@ type continueToken struct {
 // selector or continue token), Gone (the continue token's revision has
 // been compacted: list again), ServiceUnavailable, Timeout.
 func (r *Registry) List(ctx context.Context, kind, ns string, opts api.ListOptions) (*api.List, error) {
-	lr, err := r.OpenList(ctx, kind, ns, opts)
+	k, _, err := r.admit(ctx, kind, authz.Attributes{Verb: authz.VerbList, Namespace: ns})
 	if err != nil {
 		return nil, err
 	}
-	return lr.collect(ctx)
+	return r.list(ctx, k, ns, opts)
 }
 
 // OpenList starts reading the list that List returns, for a caller that
@@ -72,11 +75,12 @@ func (r *Registry) OpenList(ctx context.Context, kind, ns string, opts api.ListO
 	if err != nil {
 		return nil, err
 	}
-	return r.openList(ctx, k, ns, opts)
+	return r.openList(ctx, k, ns, opts, false)
 }
 
-// openList is OpenList without authorization.
-func (r *Registry) openList(ctx context.Context, k *Kind, ns string, opts api.ListOptions) (*ListReader, error) {
+// openList is OpenList without authorization; whole tells that the list
+// is collected whole (see ListReader.fetch).
+func (r *Registry) openList(ctx context.Context, k *Kind, ns string, opts api.ListOptions, whole bool) (*ListReader, error) {
 	if opts.Limit < 0 {
 		return nil, api.NewBadRequest("limit must not be negative, got %d", opts.Limit)
 	}
@@ -97,7 +101,7 @@ func (r *Registry) openList(ctx context.Context, k *Kind, ns string, opts api.Li
 	}
 	hint, _ := r.listHints.LoadOrStore(k.Kind, new(atomic.Int64))
 	lr := &ListReader{r: r, k: k, sel: sel, prefix: prefix, limit: opts.Limit, pos: pos, more: true,
-		hint: hint.(*atomic.Int64)}
+		hint: hint.(*atomic.Int64), whole: whole}
 	lr.largest = lr.hint.Load()
 	if err := lr.fetch(ctx); err != nil {
 		return nil, err
@@ -141,7 +145,7 @@ func listRevision(opts api.ListOptions) (int64, error) {
 
 // list is List without authorization.
 func (r *Registry) list(ctx context.Context, k *Kind, ns string, opts api.ListOptions) (*api.List, error) {
-	lr, err := r.openList(ctx, k, ns, opts)
+	lr, err := r.openList(ctx, k, ns, opts, true)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +171,10 @@ type ListReader struct {
 	largest int64
 	hint    *atomic.Int64
 	count   int64  // objects returned
-	cont    string // the continue token, once the limit is reached
+	// whole is set for a list collected whole (List), whose memory is
+	// the list's anyway: its pages are listWholeScale times larger.
+	whole bool
+	cont  string // the continue token, once the limit is reached
 	done    bool
 	err     error // the error that ended the reader
 }
@@ -232,13 +239,22 @@ func (l *ListReader) Next(ctx context.Context) (*api.Object, error) {
 
 // fetch reads the next page of the store, as many keys as fit in
 // listPageBytes at the size of the previous page's largest value (at most
-// listChunk; listFirstChunk when nothing is known); without a selector,
-// no more than the limit needs plus one, which tells whether a next page
-// exists.
+// listChunk; listFirstChunk when nothing is known), both bounds
+// listWholeScale times larger for a list collected whole; without a
+// selector, no more than the limit needs plus one, which tells whether a
+// next page exists.
+//
+// Larger pages matter to the store more than to the reader: etcd counts
+// every key left in the range at each limited read, so a list of n keys
+// read in pages of p costs it about n²/2p key visits.
 func (l *ListReader) fetch(ctx context.Context) error {
 	chunk := int64(listFirstChunk)
 	if l.largest > 0 {
-		chunk = min(max(listPageBytes/l.largest, 1), listChunk)
+		scale := int64(1)
+		if l.whole {
+			scale = listWholeScale
+		}
+		chunk = min(max(scale*listPageBytes/l.largest, 1), scale*listChunk)
 	}
 	if l.limit > 0 && l.sel.Empty() {
 		chunk = min(chunk, l.limit-l.count+1)

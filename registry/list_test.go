@@ -109,3 +109,50 @@ func TestListReader_ReadsOneSnapshotPageByPage(t *testing.T) {
 		})
 	}
 }
+
+func TestList_ACollectedListReadsTheStoreInGrowingPages(t *testing.T) {
+	r, _ := newRegistry(t)
+	// Small objects: a store page holds listChunk (500) of them.
+	const n = 2500
+	var names []string
+	for i := range n {
+		names = append(names, fmt.Sprintf("s%05d", i))
+		mustCreate(t, r, testkit.Secret("default", names[i], map[string]string{"v": "x"}))
+	}
+	namesOf := func(objs []*api.Object) []string {
+		out := make([]string, len(objs))
+		for i, o := range objs {
+			out[i] = o.Name
+		}
+		return out
+	}
+
+	// Streamed (as the HTTP server reads a list): pages of at most 500.
+	before := rangeCalls(t)
+	lr, err := r.OpenList(sysCtx(), "Secret", "default", api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := namesOf(readAll(t, lr)); !slices.Equal(got, names) {
+		t.Fatalf("the streamed list has %d objects, want the %d in order", len(got), n)
+	}
+	streamed := rangeCalls(t) - before
+	if streamed < n/500 {
+		t.Fatalf("a streamed list of %d objects took %v store reads, want pages of at most 500", n, streamed)
+	}
+
+	// Collected whole: the pages double, so fewer reads.
+	before = rangeCalls(t)
+	list, err := r.List(sysCtx(), "Secret", "default", api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := namesOf(list.Items); !slices.Equal(got, names) {
+		t.Fatalf("the collected list has %d objects, want the %d in order", len(got), n)
+	}
+	collected := rangeCalls(t) - before
+	t.Logf("%d objects: %v store reads streamed, %v collected", n, streamed, collected)
+	if collected > 4 || collected >= streamed {
+		t.Fatalf("a collected list of %d objects took %v store reads (streamed: %v), want at most 4 (4, 1000, 2000 keys)", n, collected, streamed)
+	}
+}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -186,21 +187,26 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 	if adm.Op == OpUpdate && string(desired(out)) != string(desired(old)) {
 		out.Generation = old.Generation + 1
 	}
-	switch {
-	case out.Deleting() && len(out.Finalizers) == 0:
+	if out.Deleting() && len(out.Finalizers) == 0 {
 		p.ops, p.gone = append(removeOps(k, out), store.Del(key)), true
-	case sameStored(out, old):
-		p.out, p.write = old, false
-	default:
-		raw, err := r.encode(k, out)
-		if err != nil {
-			return nil, err
-		}
-		if err := r.checkObjectSize(k, out, raw, cur.size); err != nil {
-			return nil, err
-		}
-		p.ops, p.size, p.grows, p.raw = []store.Op{store.Put(key, raw)}, int64(len(raw)), grows(raw, cur.size), raw
+		return p, nil
 	}
+	plain, err := storedJSON(k, out)
+	if err != nil {
+		return nil, err
+	}
+	if was, err := storedJSON(k, old); err == nil && bytes.Equal(plain, was) {
+		p.out, p.write = old, false // nothing would change
+		return p, nil
+	}
+	raw, err := r.seal(k, out, plain)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkObjectSize(k, out, raw, cur.size); err != nil {
+		return nil, err
+	}
+	p.ops, p.size, p.grows, p.raw = []store.Op{store.Put(key, raw)}, int64(len(raw)), grows(raw, cur.size), raw
 	return p, nil
 }
 

@@ -82,7 +82,7 @@ func (r *Registry) Watch(ctx context.Context, kind, ns string, opts api.ListOpti
 		// permission of its own. The list is read page by page as the
 		// watcher sends it, never whole, at the latest revision (never
 		// older than rv).
-		lr, err := r.openList(ctx, k, ns, api.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector})
+		lr, err := r.openList(ctx, k, ns, api.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector}, false)
 		if err != nil {
 			return nil, apiError(err, k.Kind, "")
 		}
