@@ -170,13 +170,13 @@ type ListReader struct {
 	// which sizes the next; hint is the kind's, shared with every list.
 	largest int64
 	hint    *atomic.Int64
-	count   int64  // objects returned
+	count   int64 // objects returned
 	// whole is set for a list collected whole (List), whose memory is
 	// the list's anyway: its pages are listWholeScale times larger.
 	whole bool
 	cont  string // the continue token, once the limit is reached
-	done    bool
-	err     error // the error that ended the reader
+	done  bool
+	err   error // the error that ended the reader
 }
 
 // Kind is the list's kind: the kind's name + "List" ("SecretList").
