@@ -12,6 +12,7 @@
 package cleaner
 
 import (
+	"encoding/json"
 	"context"
 	"fmt"
 	"log/slog"
@@ -31,11 +32,11 @@ import (
 
 // Options configures a Controller. The zero value is usable.
 type Options struct {
-	// Workers is the number of Cleaners reconciled concurrently; default
-	// 64. A reconcile mostly waits for its status write to commit; with a
-	// client that commits the writes waiting together in one transaction
-	// (client.GroupStatuses, as a manager's term client does), more
-	// workers make larger batches when many Cleaners are due.
+	// Workers is the number of Cleaners reconciled concurrently, and of
+	// statuses written concurrently (statuswriter.go); default 64. With a
+	// client that commits the status writes waiting together in one
+	// transaction (client.GroupStatuses, as a manager's term client does),
+	// more writers make larger batches when many Cleaners are due.
 	Workers int
 	// Logger receives the controller's logs; default slog.Default().
 	Logger *slog.Logger
@@ -75,6 +76,8 @@ type Controller struct {
 	log   *slog.Logger
 	m     *metrics
 	sched *Schedule
+	// statuses writes the statuses the evaluations decide (statuswriter.go).
+	statuses *statusWriter
 	// refs caches the last Cleaner's target references for the indexes.
 	refs refsCache
 
@@ -109,7 +112,7 @@ type compiled struct {
 }
 
 // New builds a controller acting through c. It does nothing until Run.
-// When many Cleaners are due together, each evaluation ends in a status
+// When many Cleaners are due together, each evaluation yields a status to
 // write: give it a client whose status writes are committed together
 // (client.GroupStatuses), as a manager's term client is.
 func New(c client.Interface, opts Options) *Controller {
@@ -129,6 +132,7 @@ func New(c client.Interface, opts Options) *Controller {
 		compiler: condition.NewCompiler(),
 		toWatch:  map[string]bool{}, wakeW: make(chan struct{}, 1),
 	}
+	ctl.statuses = newStatusWriter(c, func(ns, name string) (*api.Object, bool) { return ctl.cleaners.Get(ns, name) }, log, ctl.m)
 	return ctl
 }
 
@@ -193,6 +197,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.log.Info("cleaners scheduled", "scheduled", c.sched.Len(), "queued", c.ctrl.Len())
 	}
 	wg.Go(func() { c.sched.Run(ctx, c.ctrl.Enqueue) })
+	wg.Go(func() { c.statuses.run(ctx, 2*c.opts.Workers) })
 	return c.ctrl.Run(ctx)
 }
 
@@ -204,14 +209,13 @@ func (c *Controller) Run(ctx context.Context) error {
 func (c *Controller) onCleanerAdd(o *api.Object) {
 	c.askWatch(o)
 	key := api.Key(o.Namespace, o.Name)
-	if !c.restored.Load() {
-		if cl, err := decodeCleaner(o); err == nil {
-			st := cl.Status
-			if st.NextScheduledEvaluation != nil && st.ObservedGeneration == cl.Generation &&
-				st.Phase != api.CleanerDeleting && time.Now().Before(*st.NextScheduledEvaluation) && !cl.Deleting() {
-				c.sched.Set(key, *st.NextScheduledEvaluation)
-				return
-			}
+	if raw := o.Field(api.FieldStatus); !c.restored.Load() && raw != nil {
+		// Only the status is decoded: a restart reads every Cleaner.
+		var st api.CleanerStatus
+		if json.Unmarshal(raw, &st) == nil && st.NextScheduledEvaluation != nil && st.ObservedGeneration == o.Generation &&
+			st.Phase != api.CleanerDeleting && time.Now().Before(*st.NextScheduledEvaluation) && !o.Deleting() {
+			c.sched.Set(key, *st.NextScheduledEvaluation)
+			return
 		}
 	}
 	c.ctrl.Enqueue(key)

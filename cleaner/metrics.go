@@ -12,6 +12,7 @@ import (
 // records nothing.
 type metrics struct {
 	scheduled   prometheus.Gauge
+	pending     prometheus.Gauge
 	evaluations *prometheus.CounterVec
 	deletions   prometheus.Counter
 }
@@ -28,6 +29,10 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		scheduled: controller.RegisterOrReuse(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cairn_cleaner_scheduled",
 			Help: "Cleaners in the cleaner's evaluation schedule.",
+		}), &err),
+		pending: controller.RegisterOrReuse(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cairn_cleaner_statuses_pending",
+			Help: "Cleaner statuses decided and not written yet.",
 		}), &err),
 		evaluations: controller.RegisterOrReuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cairn_cleaner_evaluations_total",
@@ -68,5 +73,11 @@ func (m *metrics) deleted() {
 func (m *metrics) setScheduled(n int) {
 	if m != nil {
 		m.scheduled.Set(float64(n))
+	}
+}
+
+func (m *metrics) setPendingStatuses(n int) {
+	if m != nil {
+		m.pending.Set(float64(n))
 	}
 }

@@ -23,10 +23,10 @@ import (
 // Cleaner. It is level-based: reconciled again with nothing changed, it
 // decides the same and writes nothing new but the evaluation.
 //
-// It fails, and is retried with backoff, when a status write or a
-// deletion fails. A condition that cannot be evaluated is not a failure
-// of the reconcile: it is written in status (phase Failed, lastError) and
-// evaluated again after retry.period.
+// It fails, and is retried with backoff, when a deletion fails. Statuses
+// are written behind it (statuswriter.go). A condition that cannot be
+// evaluated is not a failure of the reconcile: it is written in status
+// (phase Failed, lastError) and evaluated again after retry.period.
 func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Result, error) {
 	ns, name, _ := strings.Cut(key, "/")
 	trace.Object(ctx, api.KindCleaner, ns, name)
@@ -41,6 +41,13 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 			c.sched.Remove(key)
 			trace.Exit(ctx, "the Cleaner does not decode: %v", err)
 			return controller.Result{}, controller.Terminal(fmt.Errorf("cleaner: decode %s: %w", key, err))
+		}
+		// The status last decided, written or not, is the one to build on.
+		if raw, ok := c.statuses.latest(key, cl.UID); ok {
+			var st api.CleanerStatus
+			if json.Unmarshal(raw, &st) == nil {
+				cl.Status = st
+			}
 		}
 	}
 	in := Input{Now: now, Cleaner: cl, Resolve: func() (Resolution, error) {
@@ -66,17 +73,17 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 		// Schedule the next evaluation: at creation + ttl, at the time the
 		// monotonic search found, or after retry.period.
 		c.sched.Set(key, d.At)
-		return controller.Result{}, c.writeStatus(ctx, obj, cl, d, now)
+		return controller.Result{}, c.writeStatus(key, obj, cl, d, now)
 	}
 	// Every condition holds: delete the targets marked delete, then the
 	// Cleaner itself.
 	c.sched.Remove(key)
-	if err := c.writeStatus(ctx, obj, cl, d, now); err != nil {
+	if err := c.writeStatus(key, obj, cl, d, now); err != nil {
 		return controller.Result{}, err
 	}
 	if err := c.deleteAll(ctx, cl, d.Resolution); err != nil {
 		d.LastError = &api.LastError{Reason: api.CleanerReasonDeleteFailed, Message: err.Error(), Time: now}
-		if werr := c.writeStatus(ctx, obj, cl, d, now); werr != nil {
+		if werr := c.writeStatus(key, obj, cl, d, now); werr != nil {
 			c.log.Warn("cannot record a failed deletion", "cleaner", key, "err", werr)
 		}
 		return controller.Result{}, err
@@ -165,23 +172,20 @@ func statusFor(cl *api.Cleaner, d Decision, now time.Time) api.CleanerStatus {
 	return st
 }
 
-// writeStatus writes the status of decision d unless the cached Cleaner
-// already has it. A Cleaner gone meanwhile is not an error.
-func (c *Controller) writeStatus(ctx context.Context, obj *api.Object, cl *api.Cleaner, d Decision, now time.Time) error {
+// writeStatus hands the status of decision d to the status writer
+// (statuswriter.go), unless it is the status last decided already (or,
+// with none pending, the cached one).
+func (c *Controller) writeStatus(key string, obj *api.Object, cl *api.Cleaner, d Decision, now time.Time) error {
 	raw, err := json.Marshal(statusFor(cl, d, now))
 	if err != nil {
 		return fmt.Errorf("cleaner: encode status: %w", err)
 	}
-	if bytes.Equal(raw, obj.Field(api.FieldStatus)) {
-		return nil
+	last, ok := c.statuses.latest(key, cl.UID)
+	if !ok {
+		last = obj.Field(api.FieldStatus)
 	}
-	o := obj.DeepCopy()
-	o.SetField(api.FieldStatus, raw)
-	if _, err = c.c.UpdateStatus(ctx, o); err != nil {
-		if errors.Is(err, api.ErrNotFound) {
-			return nil
-		}
-		return fmt.Errorf("cleaner: write status of %s: %w", api.Key(cl.Namespace, cl.Name), err)
+	if !bytes.Equal(raw, last) {
+		c.statuses.set(key, cl.UID, raw)
 	}
 	return nil
 }

@@ -224,3 +224,66 @@ func TestCleaner_StopMidBatchLeavesEveryStatusWholeAndTheNextControllerConverges
 	r2 := e.start(nil)
 	pendingAndScheduled(t, e, r2, n)
 }
+
+// held is a client whose status writes wait until release is closed (or
+// their context ends); writing reports a write waiting.
+type held struct {
+	client.Interface
+	release chan struct{}
+	writing chan struct{}
+}
+
+func (h *held) UpdateStatuses(ctx context.Context, objs []*api.Object) []client.StatusResult {
+	select {
+	case h.writing <- struct{}{}:
+	default:
+	}
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+		out := make([]client.StatusResult, len(objs))
+		for i := range out {
+			out[i].Err = ctx.Err()
+		}
+		return out
+	}
+	return client.UpdateStatuses(ctx, h.Interface, objs)
+}
+
+func TestCleaner_EvaluatesAndDeletesWhileStatusWritesAreHeldUp(t *testing.T) {
+	e := newEnv(t)
+	const n = 80
+	e.dueCleaners(n) // false: each yields a status to write
+	e.secret("closed-one", testkit.Labels("preview", "closed"))
+	e.createCleaner("acts", api.CleanerSpec{Targets: []api.CleanerTarget{secretTarget("s", "closed-one", true)},
+		Conditions: []string{closed}})
+	h := &held{Interface: e.c, release: make(chan struct{}), writing: make(chan struct{}, 1)}
+	r := e.start(h)
+	select {
+	case <-h.writing:
+	case <-time.After(wait):
+		t.Fatal("no status write was attempted")
+	}
+	// No status can be written, yet every Cleaner is evaluated: the false
+	// ones scheduled a period ahead, the true one acted on.
+	testkit.Eventually(t, wait, "the target and the Cleaner whose condition holds deleted", func() bool {
+		return e.gone(api.KindSecret, "closed-one") && e.gone(api.KindCleaner, "acts")
+	})
+	testkit.EventuallyNil(t, wait, "every false Cleaner scheduled", func() error {
+		for i := range n {
+			at, ok := r.ctl.Schedule().When(fmt.Sprintf("%s/due-%d", ns, i))
+			if !ok || time.Until(at) < time.Hour/2 {
+				return fmt.Errorf("due-%d scheduled at %s (%v), want a period (1h) ahead", i, at, ok)
+			}
+		}
+		return nil
+	})
+	for i := range n {
+		if c, err := e.getCleaner(fmt.Sprintf("due-%d", i)); err != nil || c.Status.Phase != "" {
+			t.Fatalf("due-%d: phase %q (%v) while every status write is held", i, c.Status.Phase, err)
+		}
+	}
+	// Released, the statuses follow, each true to the schedule.
+	close(h.release)
+	pendingAndScheduled(t, e, r, n)
+}

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -355,53 +356,56 @@ func (i *core) replace(items map[string]*api.Object, rv string) {
 	// Only holders of hmu write i.items, so it can be read here without mu.
 	old := i.items
 
-	var deleted, added []*api.Object
-	var updated [][2]*api.Object
+	// Each change keeps its key, which orders the deliveries.
+	type change struct {
+		key       string
+		prev, cur *api.Object
+	}
+	var deleted, added, updated []change
 	for k, prev := range old {
 		cur, ok := items[k]
 		if !ok || cur.UID != prev.UID {
-			deleted = append(deleted, prev)
+			deleted = append(deleted, change{key: k, prev: prev})
 		}
 	}
 	for k, cur := range items {
 		prev, ok := old[k]
 		switch {
 		case !ok || prev.UID != cur.UID:
-			added = append(added, cur)
+			added = append(added, change{key: k, cur: cur})
 		case prev.ResourceVersion != cur.ResourceVersion:
-			updated = append(updated, [2]*api.Object{prev, cur})
+			updated = append(updated, change{key: k, prev: prev, cur: cur})
 		}
 	}
 
 	i.mu.Lock()
 	i.items, i.rv = items, rv
-	for _, o := range deleted {
-		if k := api.Key(o.Namespace, o.Name); items[k] == nil {
-			i.reindex(k, nil)
+	for _, c := range deleted {
+		if items[c.key] == nil {
+			i.reindex(c.key, nil)
 		}
 	}
-	for _, o := range added {
-		i.reindex(api.Key(o.Namespace, o.Name), o)
+	for _, c := range added {
+		i.reindex(c.key, c.cur)
 	}
-	for _, u := range updated {
-		i.reindex(api.Key(u[1].Namespace, u[1].Name), u[1])
+	for _, c := range updated {
+		i.reindex(c.key, c.cur)
 	}
 	i.mu.Unlock()
 
-	sortObjects(deleted)
-	sortObjects(added)
-	sort.Slice(updated, func(a, b int) bool {
-		return api.Key(updated[a][1].Namespace, updated[a][1].Name) < api.Key(updated[b][1].Namespace, updated[b][1].Name)
-	})
+	byKey := func(a, b change) int { return strings.Compare(a.key, b.key) }
+	slices.SortFunc(deleted, byKey)
+	slices.SortFunc(added, byKey)
+	slices.SortFunc(updated, byKey)
 	for _, h := range i.handlers {
-		for _, o := range deleted {
-			h.delete(o)
+		for _, c := range deleted {
+			h.delete(c.prev)
 		}
-		for _, o := range added {
-			h.add(o)
+		for _, c := range added {
+			h.add(c.cur)
 		}
-		for _, u := range updated {
-			h.update(u[0], u[1])
+		for _, c := range updated {
+			h.update(c.prev, c.cur)
 		}
 	}
 	i.syncOnce.Do(func() { close(i.synced) })

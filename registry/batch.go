@@ -232,12 +232,12 @@ func (r *Registry) readEach(ctx context.Context, items []*txnItem, live []int, a
 		}
 		it := items[i]
 		if kv := stale[j]; kv != nil {
-			obj, err := r.decode(it.k, kv)
+			cur, err := r.fromStore(it.k, kv)
 			if err != nil {
 				return nil, err
 			}
-			if rv := it.obj.ResourceVersion; rv == "" || rv == obj.ResourceVersion {
-				out[j] = &stored{obj: obj, rev: kv.ModRevision, size: len(kv.Value)}
+			if rv := it.obj.ResourceVersion; rv == "" || rv == cur.obj.ResourceVersion {
+				out[j] = cur
 				continue
 			}
 		}

@@ -17,6 +17,18 @@ type stored struct {
 	rev int64
 	// size is the stored value's length in bytes.
 	size int
+	// plain is the object's stored JSON (decrypted) when it was read from
+	// the store, nil when it came from the watch cache.
+	plain []byte
+}
+
+// fromStore is the stored object of kv.
+func (r *Registry) fromStore(k *Kind, kv *store.KV) (*stored, error) {
+	obj, plain, err := r.decodePlain(k, kv)
+	if err != nil {
+		return nil, err
+	}
+	return &stored{obj: obj, rev: kv.ModRevision, size: len(kv.Value), plain: plain}, nil
 }
 
 // encode serializes obj for the store: resourceVersion is not stored (it is
@@ -52,21 +64,28 @@ func (r *Registry) seal(k *Kind, obj *api.Object, plain []byte) ([]byte, error) 
 
 // decode reads a stored value and sets resourceVersion from its revision.
 func (r *Registry) decode(k *Kind, kv *store.KV) (*api.Object, error) {
+	obj, _, err := r.decodePlain(k, kv)
+	return obj, err
+}
+
+// decodePlain is decode, also returning the object's stored JSON
+// (decrypted).
+func (r *Registry) decodePlain(k *Kind, kv *store.KV) (*api.Object, []byte, error) {
 	raw := kv.Value
 	if k.Encrypted {
 		var err error
 		if raw, err = r.enc.decrypt(raw, kv.Key); err != nil {
-			return nil, fmt.Errorf("%w (key %s)", err, kv.Key)
+			return nil, nil, fmt.Errorf("%w (key %s)", err, kv.Key)
 		}
 	}
 	obj := &api.Object{}
 	// UnmarshalJSON itself: json.Unmarshal would scan the value once more
 	// to check it first, and UnmarshalJSON checks it as it reads.
 	if err := obj.UnmarshalJSON(raw); err != nil {
-		return nil, fmt.Errorf("registry: stored object %s does not decode: %w", kv.Key, err)
+		return nil, nil, fmt.Errorf("registry: stored object %s does not decode: %w", kv.Key, err)
 	}
 	obj.ResourceVersion = strconv.FormatInt(kv.ModRevision, 10)
-	return obj, nil
+	return obj, raw, nil
 }
 
 // read fetches one object at the latest revision; store.ErrNotFound when
@@ -114,11 +133,7 @@ func (r *Registry) readWith(ctx context.Context, get func(context.Context, strin
 	if err != nil {
 		return nil, err
 	}
-	obj, err := r.decode(k, kv)
-	if err != nil {
-		return nil, err
-	}
-	return &stored{obj: obj, rev: kv.ModRevision, size: len(kv.Value)}, nil
+	return r.fromStore(k, kv)
 }
 
 // desired returns the canonical JSON of an object's desired state:

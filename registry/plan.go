@@ -195,7 +195,11 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 	if err != nil {
 		return nil, err
 	}
-	if was, err := storedJSON(k, old); err == nil && bytes.Equal(plain, was) {
+	was := cur.plain
+	if was == nil {
+		was, _ = storedJSON(k, old) // an object that does not encode differs
+	}
+	if bytes.Equal(plain, was) {
 		p.out, p.write = old, false // nothing would change
 		return p, nil
 	}
