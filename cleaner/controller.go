@@ -12,8 +12,8 @@
 package cleaner
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
