@@ -32,11 +32,12 @@ import (
 
 // Options configures a Controller. The zero value is usable.
 type Options struct {
-	// Workers is the number of Cleaners reconciled concurrently, and of
-	// statuses written concurrently (statuswriter.go); default 64. With a
-	// client that commits the status writes waiting together in one
-	// transaction (client.GroupStatuses, as a manager's term client does),
-	// more writers make larger batches when many Cleaners are due.
+	// Workers is the number of Cleaners reconciled concurrently; default
+	// 64. Twice as many statuses are written concurrently
+	// (statuswriter.go): with a client that commits the status writes
+	// waiting together in one transaction (client.GroupStatuses, as a
+	// manager's term client does), more writers make larger batches when
+	// many Cleaners are due.
 	Workers int
 	// Logger receives the controller's logs; default slog.Default().
 	Logger *slog.Logger
