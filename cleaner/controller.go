@@ -186,6 +186,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		OnUpdate: c.onCleanerUpdate,
 		OnDelete: func(o *api.Object) {
 			c.dropPrograms(o.UID)
+			c.refs.forget(o.UID)
 			c.ctrl.Enqueue(api.Key(o.Namespace, o.Name))
 		},
 	})

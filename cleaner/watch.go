@@ -23,37 +23,62 @@ type cleanerRefs struct {
 	} `json:"status"`
 }
 
-func refsOf(o *api.Object) cleanerRefs {
+// refsCache gives the refs of Cleaner objects to the indexes and the
+// handlers. It keeps each Cleaner's spec targets by uid and generation
+// (the spec changes only with the generation, so a status write, or a
+// restart's list then its handlers, decode no spec), and the refs of the
+// last object asked for: the informer computes both indexes of an object
+// and the handlers then look at it, one after the other, so its status is
+// decoded once instead of three times. Cached objects are never modified,
+// so the pointer identifies the version. The zero value is ready to use.
+type refsCache struct {
+	mu    sync.Mutex
+	obj   *api.Object
+	refs  cleanerRefs
+	specs map[string]specTargets // by uid
+}
+
+// specTargets are the targets of one generation of a Cleaner's spec.
+type specTargets struct {
+	generation int64
+	targets    []api.CleanerTarget
+}
+
+// of returns the refs of o. They are shared: read them, never modify
+// them.
+func (rc *refsCache) of(o *api.Object) cleanerRefs {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.obj == o {
+		return rc.refs
+	}
 	var r cleanerRefs
-	if raw := o.Field(api.FieldSpec); raw != nil {
-		_ = json.Unmarshal(raw, &r.Spec) // admitted specs decode; a bad one indexes nothing
+	if s, ok := rc.specs[o.UID]; ok && s.generation == o.Generation {
+		r.Spec.Targets = s.targets
+	} else {
+		if raw := o.Field(api.FieldSpec); raw != nil {
+			_ = json.Unmarshal(raw, &r.Spec) // admitted specs decode; a bad one indexes nothing
+		}
+		if rc.specs == nil {
+			rc.specs = map[string]specTargets{}
+		}
+		rc.specs[o.UID] = specTargets{generation: o.Generation, targets: r.Spec.Targets}
 	}
 	if raw := o.Field(api.FieldStatus); raw != nil {
 		_ = json.Unmarshal(raw, &r.Status)
 	}
+	rc.obj, rc.refs = o, r
 	return r
 }
 
-// refsCache keeps the refs of the last Cleaner object asked for: the
-// informer computes both indexes of an object, and the handlers then look
-// at it, one after the other, so each object is decoded once instead of
-// three times. Cached objects are never modified, so the pointer
-// identifies the version. The zero value is ready to use.
-type refsCache struct {
-	mu   sync.Mutex
-	obj  *api.Object
-	refs cleanerRefs
-}
-
-// of returns refsOf(o), decoding o unless it was the last object asked
-// for. The refs returned are shared: read them, never modify them.
-func (rc *refsCache) of(o *api.Object) cleanerRefs {
+// forget drops what is kept of the Cleaner uid (deleted).
+func (rc *refsCache) forget(uid string) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if rc.obj != o {
-		rc.obj, rc.refs = o, refsOf(o)
+	delete(rc.specs, uid)
+	if rc.obj != nil && rc.obj.UID == uid {
+		rc.obj, rc.refs = nil, cleanerRefs{}
 	}
-	return rc.refs
 }
 
 // targetKey is an object's value in IndexTargets.
