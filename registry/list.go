@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"cairn.dev/cairn/api"
@@ -165,7 +167,11 @@ type ListReader struct {
 	limit  int64
 	pos    continueToken // the revision of every page; From: the next key to read
 	page   []*store.KV   // the unread rest of the page last read
-	more   bool          // the store holds keys after the page last read
+	// decoded holds the objects of page, decoded ahead (a list collected
+	// whole decodes each page on every core: see fetch), aligned with it;
+	// nil when each is decoded as Next reaches it.
+	decoded []decodedKV
+	more    bool // the store holds keys after the page last read
 	// largest is the size of the largest value of the page last read,
 	// which sizes the next; hint is the kind's, shared with every list.
 	largest int64
@@ -219,12 +225,23 @@ func (l *ListReader) Next(ctx context.Context) (*api.Object, error) {
 		kv := l.page[0]
 		l.page[0] = nil // let the value go as soon as its object has
 		l.page = l.page[1:]
+		var ahead *decodedKV
+		if len(l.decoded) > 0 {
+			ahead = &l.decoded[0]
+			l.decoded = l.decoded[1:]
+		}
 		if l.limit > 0 && l.count == l.limit {
 			l.cont = encodeContinue(continueToken{Rev: l.pos.Rev, From: kv.Key})
-			l.done, l.page = true, nil
+			l.done, l.page, l.decoded = true, nil, nil
 			continue
 		}
-		obj, err := l.r.decode(l.k, kv)
+		var obj *api.Object
+		var err error
+		if ahead != nil {
+			obj, err = ahead.obj, ahead.err
+		} else {
+			obj, err = l.r.decode(l.k, kv)
+		}
 		if err != nil {
 			l.err = apiError(err, l.k.Kind, "")
 			return nil, l.err
@@ -265,14 +282,46 @@ func (l *ListReader) fetch(ctx context.Context) error {
 		return l.err
 	}
 	l.pos.Rev = page.Revision
-	l.page, l.more, l.largest = page.KVs, page.More, 0
+	l.page, l.more, l.largest, l.decoded = page.KVs, page.More, 0, nil
 	for _, kv := range page.KVs {
 		l.largest = max(l.largest, int64(len(kv.Value)))
+	}
+	if l.whole && len(page.KVs) >= 2*minDecodeShare {
+		l.decoded = l.r.decodeAll(l.k, page.KVs)
 	}
 	if l.largest > 0 {
 		l.hint.Store(l.largest)
 	}
 	return nil
+}
+
+// decodedKV is a stored value decoded: its object, or why it does not
+// decode.
+type decodedKV struct {
+	obj *api.Object
+	err error
+}
+
+// minDecodeShare is the fewest values a goroutine of decodeAll decodes.
+const minDecodeShare = 256
+
+// decodeAll decodes kvs on every core (a page of a list collected whole:
+// JSON decoding is most of such a list's cost), in order.
+func (r *Registry) decodeAll(k *Kind, kvs []*store.KV) []decodedKV {
+	out := make([]decodedKV, len(kvs))
+	n := min(runtime.GOMAXPROCS(0), len(kvs)/minDecodeShare)
+	var wg sync.WaitGroup
+	share := (len(kvs) + n - 1) / n
+	for from := 0; from < len(kvs); from += share {
+		to := min(from+share, len(kvs))
+		wg.Go(func() {
+			for i := from; i < to; i++ {
+				out[i].obj, out[i].err = r.decode(k, kvs[i])
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // collect reads the rest of the list into an api.List.
