@@ -157,8 +157,9 @@ func (r *Registry) list(ctx context.Context, k *Kind, ns string, opts api.ListOp
 // ListReader reads one list (see OpenList) page by page. It holds at most
 // one page of the store, about 512 KiB of stored values (one object when
 // objects are larger), sized from the largest value of the page before;
-// a page of objects much larger than those before it can hold more. It is
-// not safe for concurrent use.
+// a page of objects much larger than those before it can hold more (a
+// list List collects whole, which its caller holds anyway, reads pages 16
+// times larger). It is not safe for concurrent use.
 type ListReader struct {
 	r      *Registry
 	k      *Kind
