@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cleaner"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/internal/testkit"
 )
@@ -258,7 +261,15 @@ func TestCleaner_EvaluatesAndDeletesWhileStatusWritesAreHeldUp(t *testing.T) {
 	e.createCleaner("acts", api.CleanerSpec{Targets: []api.CleanerTarget{secretTarget("s", "closed-one", true)},
 		Conditions: []string{closed}})
 	h := &held{Interface: e.c, release: make(chan struct{}), writing: make(chan struct{}, 1)}
-	r := e.start(h)
+	reg := prometheus.NewRegistry()
+	r := e.startWith(h, cleaner.Options{Metrics: reg})
+	pending := func() float64 {
+		got, err := gathered(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got["cairn_cleaner_statuses_pending"]
+	}
 	select {
 	case <-h.writing:
 	case <-time.After(wait):
@@ -283,7 +294,11 @@ func TestCleaner_EvaluatesAndDeletesWhileStatusWritesAreHeldUp(t *testing.T) {
 			t.Fatalf("due-%d: phase %q (%v) while every status write is held", i, c.Status.Phase, err)
 		}
 	}
+	// (A reconcile schedules, then hands its status over.)
+	testkit.Eventually(t, wait, fmt.Sprintf("cairn_cleaner_statuses_pending at least %d while the writes are held", n),
+		func() bool { return pending() >= n })
 	// Released, the statuses follow, each true to the schedule.
 	close(h.release)
 	pendingAndScheduled(t, e, r, n)
+	testkit.Eventually(t, wait, "no status left pending", func() bool { return pending() == 0 })
 }

@@ -65,9 +65,8 @@ func newStatusWriter(c client.Interface, get func(ns, name string) (*api.Object,
 func (w *statusWriter) set(key, uid string, raw json.RawMessage) {
 	w.mu.Lock()
 	w.pending[key] = &pendingStatus{uid: uid, raw: raw}
-	n := len(w.pending)
+	w.m.setPendingStatuses(len(w.pending))
 	w.mu.Unlock()
-	w.m.setPendingStatuses(n)
 	w.queue.Add(key)
 }
 
@@ -82,22 +81,14 @@ func (w *statusWriter) latest(key, uid string) (json.RawMessage, bool) {
 	return nil, false
 }
 
-// Len is how many statuses wait to be written.
-func (w *statusWriter) Len() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.pending)
-}
-
 // done forgets the status of key when it is still p (a newer one stays).
 func (w *statusWriter) done(key string, p *pendingStatus) {
 	w.mu.Lock()
 	if w.pending[key] == p {
 		delete(w.pending, key)
 	}
-	n := len(w.pending)
+	w.m.setPendingStatuses(len(w.pending))
 	w.mu.Unlock()
-	w.m.setPendingStatuses(n)
 	w.queue.Forget(key)
 }
 
