@@ -17,6 +17,7 @@ import (
 	"cairn.dev/cairn/cli/explain"
 	"cairn.dev/cairn/cli/get"
 	"cairn.dev/cairn/cli/logs"
+	"cairn.dev/cairn/cli/patch"
 	"cairn.dev/cairn/cli/reconcile"
 	"cairn.dev/cairn/cli/session"
 	"cairn.dev/cairn/cli/wait"
@@ -56,7 +57,7 @@ func New(streams IOStreams, extra ...*cobra.Command) *cobra.Command {
 	}
 	pf.StringVarP(&s.Namespace, "namespace", "n", ns, "the namespace of namespaced objects (default $CAIRN_NAMESPACE or default)")
 	for _, c := range []*cobra.Command{apply.New(s), get.New(s), describe.New(s), deletecmd.New(s), wait.New(s), explain.New(s),
-		reconcile.New(s), abort.New(s), event.New(s), logs.New(s)} {
+		reconcile.New(s), abort.New(s), event.New(s), logs.New(s), patch.New(s), patch.NewLabel(s), patch.NewAnnotate(s)} {
 		explainErrors(c)
 		cmd.AddCommand(c)
 	}
