@@ -24,6 +24,19 @@ func get(t *testing.T, srv *servertest.Server, name string) *api.Object {
 	return o
 }
 
+// run runs the command args and checks that it prints out, or, when
+// wantErr is set, that it fails saying so.
+func run(t *testing.T, srv *servertest.Server, args []string, out, wantErr string) {
+	t.Helper()
+	r := clitest.Run(t, srv.Config(), args...)
+	switch {
+	case wantErr == "" && (r.Error != nil || r.Out != out):
+		t.Fatalf("%v: %q %v %q, want %q", args, r.Out, r.Error, r.Err, out)
+	case wantErr != "" && (r.Error == nil || !strings.Contains(r.Err, wantErr)):
+		t.Fatalf("%v: %q %v %q, want an error saying %q", args, r.Out, r.Error, r.Err, wantErr)
+	}
+}
+
 func TestLabelAndAnnotate_SetChangeAndRemoveKeysAsKubectlDoes(t *testing.T) {
 	srv := servertest.Start(t)
 	if _, err := srv.Registry.Create(sys, testkit.Secret("default", "db", nil, testkit.Labels("tier", "data"))); err != nil {
@@ -59,13 +72,7 @@ func TestLabelAndAnnotate_SetChangeAndRemoveKeysAsKubectlDoes(t *testing.T) {
 			labels: map[string]string{"tier": "data"}, annotation: "team data"},
 	}
 	for _, s := range steps {
-		r := clitest.Run(t, srv.Config(), s.args...)
-		switch {
-		case s.err == "" && (r.Error != nil || r.Out != s.out):
-			t.Fatalf("%v: %q %v %q, want %q", s.args, r.Out, r.Error, r.Err, s.out)
-		case s.err != "" && (r.Error == nil || !strings.Contains(r.Err, s.err)):
-			t.Fatalf("%v: %q %v %q, want an error saying %q", s.args, r.Out, r.Error, r.Err, s.err)
-		}
+		run(t, srv, s.args, s.out, s.err)
 		o := get(t, srv, "db")
 		if !maps.Equal(o.Labels, s.labels) || o.Annotations["owner"] != s.annotation {
 			t.Fatalf("%v: labels %v, owner %q; want %v, %q", s.args, o.Labels, o.Annotations["owner"], s.labels, s.annotation)
@@ -94,13 +101,7 @@ func TestPatch_MergesJSONOrYAMLAndRefusesWhatItCannotMake(t *testing.T) {
 		{args: []string{"patch", "secret", "db", "-p", `{"metadata":{"labels":{"tier":5}}}`}, err: "metadata"},
 	}
 	for _, s := range steps {
-		r := clitest.Run(t, srv.Config(), s.args...)
-		switch {
-		case s.err == "" && (r.Error != nil || r.Out != s.out):
-			t.Fatalf("%v: %q %v %q, want %q", s.args, r.Out, r.Error, r.Err, s.out)
-		case s.err != "" && (r.Error == nil || !strings.Contains(r.Err, s.err)):
-			t.Fatalf("%v: %q %v %q, want an error saying %q", s.args, r.Out, r.Error, r.Err, s.err)
-		}
+		run(t, srv, s.args, s.out, s.err)
 		if got := get(t, srv, "db").Labels["tier"]; got != s.tier && s.err == "" {
 			t.Fatalf("%v: tier %q, want %q", s.args, got, s.tier)
 		}
