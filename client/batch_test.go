@@ -129,15 +129,7 @@ func TestGroupStatuses_ConcurrentWritesShareTransactionsEachWithItsOwnOutcome(t 
 	defer func() { stop(); <-ran }()
 
 	const n = 200
-	objs := make([]*api.Object, n)
-	for i := range n {
-		o, err := inProcess.Create(ctx, testkit.Cleaner("default", fmt.Sprintf("group-%d", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.SetField(api.FieldStatus, json.RawMessage(`{"phase":"Waiting"}`))
-		objs[i] = o
-	}
+	objs := testkit.CleanerStatusWrites(t, inProcess, "group", n, `{"phase":"Waiting"}`)
 	// Every tenth is stale: someone else wrote its status first.
 	for i := 0; i < n; i += 10 {
 		if _, err := inProcess.UpdateStatus(ctx, objs[i].DeepCopy()); err != nil {

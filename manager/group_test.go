@@ -2,9 +2,7 @@ package manager_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 
@@ -25,15 +23,7 @@ func TestManager_StatusWritesOfATermAreFencedAndCommittedTogether(t *testing.T) 
 	ctx := testkit.Context(t)
 	c := local.New(srv.Registry, identity.System())
 	const n = 100
-	objs := make([]*api.Object, n)
-	for i := range n {
-		o, err := c.Create(ctx, testkit.Cleaner("default", fmt.Sprintf("term-%d", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.SetField(api.FieldStatus, json.RawMessage(`{"phase":"Waiting"}`))
-		objs[i] = o
-	}
+	objs := testkit.CleanerStatusWrites(t, c, "term", n, `{"phase":"Waiting"}`)
 	// One of them is stale: its write alone must fail.
 	if _, err := c.UpdateStatus(ctx, objs[7].DeepCopy()); err != nil {
 		t.Fatal(err)

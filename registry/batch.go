@@ -209,9 +209,9 @@ func (r *Registry) readEach(ctx context.Context, items []*txnItem, live []int, a
 		}
 		it := items[i]
 		key := r.key(it.k, it.namespace(), it.name())
-		if l, ok := r.watch.Latest(it.k.Kind, key); ok {
-			if rv := it.obj.ResourceVersion; rv == "" || rv == l.Obj.ResourceVersion {
-				out[j] = &stored{obj: l.Obj.DeepCopy(), rev: l.Rev, size: l.Size}
+		if cur, ok := r.cached(it.k, key); ok {
+			if rv := it.obj.ResourceVersion; rv == "" || rv == cur.obj.ResourceVersion {
+				out[j] = cur
 				continue
 			}
 		}

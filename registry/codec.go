@@ -22,6 +22,17 @@ type stored struct {
 	plain []byte
 }
 
+// cached is the latest version of key that the kind's watch cache holds,
+// if it holds one (watchcache.Caches.Latest), copied: the cache shares it
+// with its watchers.
+func (r *Registry) cached(k *Kind, key string) (*stored, bool) {
+	l, ok := r.watch.Latest(k.Kind, key)
+	if !ok {
+		return nil, false
+	}
+	return &stored{obj: l.Obj.DeepCopy(), rev: l.Rev, size: l.Size}, true
+}
+
 // fromStore is the stored object of kv.
 func (r *Registry) fromStore(k *Kind, kv *store.KV) (*stored, error) {
 	obj, plain, err := r.decodePlain(k, kv)
@@ -105,10 +116,8 @@ func (r *Registry) read(ctx context.Context, k *Kind, ns, name string) (*stored,
 // a stale answer, and costs neither a store read nor a decoding: it is
 // taken first, copied, since the cache shares it with its watchers.
 func (r *Registry) readGuard(ctx context.Context, k *Kind, ns, name string, accept func(*stored) bool) (*stored, error) {
-	if l, ok := r.watch.Latest(k.Kind, r.key(k, ns, name)); ok {
-		if cur := (&stored{obj: l.Obj.DeepCopy(), rev: l.Rev, size: l.Size}); accept(cur) {
-			return cur, nil
-		}
+	if cur, ok := r.cached(k, r.key(k, ns, name)); ok && accept(cur) {
+		return cur, nil
 	}
 	cur, err := r.readWith(ctx, r.store.GetStale, k, ns, name)
 	if err == nil && accept(cur) {

@@ -41,15 +41,7 @@ func (l limited) start(t *testing.T, opts registry.Options) *registry.Registry {
 		t.Fatal(err)
 	}
 	opts.Kinds, opts.Encryption = append(kinds.All(kinds.Deps{}), testkit.WidgetKind()), enc
-	r, err := registry.New(l.s, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
-	if err := r.Init(sysCtx()); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return startOn(t, l.s, opts)
 }
 
 // namespaceWith builds a Namespace whose spec is spec (JSON).

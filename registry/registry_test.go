@@ -24,18 +24,20 @@ import (
 func sysCtx() context.Context { return identity.With(context.Background(), identity.System()) }
 
 // startOn builds a registry over s with opts (the real kinds when opts
-// names none, and a fresh encryption key), initializes it and closes it
-// when the test ends.
+// names none, and a fresh encryption key when it has none), initializes it
+// and closes it when the test ends.
 func startOn(t *testing.T, s *store.Store, opts registry.Options) *registry.Registry {
 	t.Helper()
 	if opts.Kinds == nil {
 		opts.Kinds = kinds.All(kinds.Deps{})
 	}
-	enc, err := registry.LoadOrCreateKey(filepath.Join(t.TempDir(), "key"))
-	if err != nil {
-		t.Fatal(err)
+	if opts.Encryption == nil {
+		enc, err := registry.LoadOrCreateKey(filepath.Join(t.TempDir(), "key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Encryption = enc
 	}
-	opts.Encryption = enc
 	r, err := registry.New(s, opts)
 	if err != nil {
 		t.Fatal(err)

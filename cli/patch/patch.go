@@ -52,7 +52,7 @@ func New(s *session.Session) *cobra.Command {
 			if !strings.HasPrefix(strings.TrimSpace(string(raw)), "{") {
 				return fmt.Errorf("-p must be an object, e.g. -p '{\"spec\":{...}}'")
 			}
-			return apply(cmd.Context(), s, args[0], args[1], "patched", subresource == "status",
+			return change(cmd.Context(), s, args[0], args[1], "patched", subresource == "status",
 				func(*api.Object) ([]byte, error) { return raw, nil })
 		},
 	}
@@ -93,7 +93,7 @@ func metadataCommand(s *session.Session, use, field, done, example string) *cobr
 			if err != nil {
 				return err
 			}
-			return apply(cmd.Context(), s, args[0], args[1], done, false, func(cur *api.Object) ([]byte, error) {
+			return change(cmd.Context(), s, args[0], args[1], done, false, func(cur *api.Object) ([]byte, error) {
 				return metadataPatch(cur, field, set, remove, overwrite)
 			})
 		},
@@ -106,9 +106,9 @@ func metadataCommand(s *session.Session, use, field, done, example string) *cobr
 // as asked.
 var errNoChange = errors.New("no change")
 
-// apply reads the object KIND/NAME, asks patchFor for the merge patch to
+// change reads the object KIND/NAME, asks patchFor for the merge patch to
 // make of it, makes it and prints the outcome with done.
-func apply(ctx context.Context, s *session.Session, kindName, name, done string, status bool, patchFor func(*api.Object) ([]byte, error)) error {
+func change(ctx context.Context, s *session.Session, kindName, name, done string, status bool, patchFor func(*api.Object) ([]byte, error)) error {
 	kind, c, err := s.KindClient(ctx, kindName)
 	if err != nil {
 		return err

@@ -61,19 +61,18 @@ func Set() Pace {
 // (v2, then v1) when there is one, else the machine's; 0 when neither can
 // be read (not Linux).
 func availableMemory() int64 {
+	total := machineMemory()
 	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			continue
 		}
 		// "max" (v2) or a huge number (v1) means no limit.
-		if n, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64); err == nil && n > 0 && n < 1<<60 {
-			if total := machineMemory(); total == 0 || n < total {
-				return n
-			}
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64); err == nil && n > 0 && n < 1<<60 && (total == 0 || n < total) {
+			return n
 		}
 	}
-	return machineMemory()
+	return total
 }
 
 // machineMemory reads MemTotal from /proc/meminfo; 0 when it cannot.

@@ -7,10 +7,13 @@ package testkit
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
+	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
 )
 
@@ -74,4 +77,21 @@ func HTTPClient(t testing.TB, cfg client.Config) *http.Client {
 	tr.TLSClientConfig = tlsConfig
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}
+}
+
+// CleanerStatusWrites creates n Cleaners, "prefix-0"..., in the default
+// namespace through c and returns, for each, its status write: the object
+// as created with status set to the JSON status (not written).
+func CleanerStatusWrites(t testing.TB, c client.Interface, prefix string, n int, status string) []*api.Object {
+	t.Helper()
+	objs := make([]*api.Object, n)
+	for i := range n {
+		o, err := c.Create(Context(t), Cleaner(api.DefaultNamespace, fmt.Sprintf("%s-%d", prefix, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.SetField(api.FieldStatus, json.RawMessage(status))
+		objs[i] = o
+	}
+	return objs
 }
