@@ -1,7 +1,9 @@
 // Package blueprint renders blueprints: it checks an installation's
 // imports against the JSON schemas its blueprint declares, and renders the
 // blueprint's deploy executions (into deploy items) and export executions
-// (into exports) with Go text/template and the sprig functions.
+// (into exports) with Go text/template and sprig's hermetic functions
+// (funcs): nothing a template calls reads the environment, a file, the
+// network or the clock, or draws random values.
 //
 // Everything here is a pure function over plain data: no I/O, no clock.
 // Errors say what failed and where (the import and the schema path, the
@@ -67,13 +69,20 @@ func (d Data) template() map[string]any {
 	}
 }
 
+// funcs is the function set of every template: sprig's hermetic set,
+// without env, expandenv, getHostByName, the clock (now, date, ...) and
+// random values (randAlpha, uuidv4, ...). A template naming one of those
+// fails to parse ("function \"env\" not defined"), so admission refuses it.
+// Built once: the map is only read.
+var funcs = sprig.HermeticTxtFuncMap()
+
 // Parse parses one template executor, for admission. The error names the
 // execution and, for a syntax error, the line ("template: items:3: ...").
 func Parse(e api.TemplateExecutor) (*template.Template, error) {
 	if e.Type != "" && e.Type != api.TemplateGo {
 		return nil, fmt.Errorf("%w: execution %q: type %q is not %q", ErrTemplate, e.Name, e.Type, api.TemplateGo)
 	}
-	t, err := template.New(e.Name).Funcs(sprig.TxtFuncMap()).Option("missingkey=zero").Parse(e.Template)
+	t, err := template.New(e.Name).Funcs(funcs).Option("missingkey=zero").Parse(e.Template)
 	if err != nil {
 		return nil, fmt.Errorf("%w: execution %q: %w", ErrTemplate, e.Name, err)
 	}
