@@ -130,6 +130,21 @@ type WorkerSpec struct {
 	Timeout   *Duration `json:"timeout,omitempty"`
 }
 
+// Ungrantable says why a project may not grant its workers any verb on
+// kind, or "" when it may: each of these would let a worker reach beyond
+// its project.
+func Ungrantable(kind string) string {
+	switch kind {
+	case KindNamespace:
+		return "a worker acts only inside its project's namespace"
+	case KindProject:
+		return "a worker may not change the projects that define what workers may do"
+	case KindLease:
+		return "Leases fence the controllers' writes"
+	}
+	return ""
+}
+
 // PermissionRule grants verbs on kinds.
 type PermissionRule struct {
 	Kinds []string `json:"kinds"`

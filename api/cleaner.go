@@ -109,6 +109,9 @@ const (
 	CleanerReasonInvalidSpec = "InvalidSpec"
 	// CleanerReasonDeleteFailed: a target could not be deleted.
 	CleanerReasonDeleteFailed = "DeleteFailed"
+	// CleanerReasonForbidden: the Cleaner's creator may not delete a
+	// target (the message says who may not delete what).
+	CleanerReasonForbidden = "Forbidden"
 )
 
 // CleanerStatus is what the cleaner controller last did and will do next.

@@ -404,3 +404,11 @@ const (
 	ReasonAbortingTimeout    = "AbortingTimeout"
 	ReasonProgressingTimeout = "ProgressingTimeout"
 )
+
+// DeployItemTypeContainer is the deploy item type that runs a command on
+// the runtime (package deployer/container).
+const DeployItemTypeContainer = "container"
+
+// RunsCommand reports whether deploy items of type t run a command on a
+// host: creating one is the run permission of its creator.
+func RunsCommand(t string) bool { return t == DeployItemTypeContainer }

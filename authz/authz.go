@@ -30,6 +30,11 @@ const (
 	VerbUpdate = "update"
 	VerbPatch  = "patch"
 	VerbDelete = "delete"
+	// VerbRun is causing a command to run on a host: a Project's worker
+	// and job commands, a deploy item of a type that runs one (container).
+	// It is checked as the principal an object acts for (its creator), on
+	// the kind that runs the command.
+	VerbRun = "run"
 )
 
 // Attributes describe one request to authorize: who asks to do what to
@@ -186,14 +191,19 @@ func Describe(a Attributes) string {
 	return b.String()
 }
 
-// AllowUnscoped allows every request of a caller without a scope: a user's
-// token, as opposed to the scoped token of an Event's worker, which gets
-// only what rules grant its scope. It is cairn's policy for user tokens
-// until users get permissions of their own; the server installs it. A
+// AllowUnscoped allows every request of a caller without a scope but run:
+// a user's token, as opposed to the scoped token of an Event's worker,
+// which gets only what rules grant its scope. It is cairn's policy for
+// user tokens until users get permissions of their own; the server
+// installs it. Running commands on a host must be held explicitly (admins
+// hold it; a worker when its project grants it), so it denies run. A
 // forced deletion stays admin-only (Decide refuses it before any rule).
 func AllowUnscoped(_ context.Context, a Attributes) (Decision, string) {
-	if a.User.Scope == "" {
-		return Allow, ""
+	switch {
+	case a.User.Scope != "":
+		return NoOpinion, ""
+	case a.Verb == VerbRun:
+		return Deny, "running commands on a host is granted to admins and to the workers of projects that list it"
 	}
-	return NoOpinion, ""
+	return Allow, ""
 }

@@ -45,6 +45,7 @@ func TestAuthorizer_Decide(t *testing.T) {
 	other.Name = "e2"
 	force := authz.Attributes{Verb: authz.VerbDelete, Kind: api.KindSecret, Namespace: "demo", Name: "db", Force: true}
 	metrics := authz.Attributes{Verb: authz.VerbGet, Path: "/metrics"}
+	run := authz.Attributes{Verb: authz.VerbRun, Kind: "DeployItem", Namespace: "demo", Name: "app"}
 	as := func(u identity.User, a authz.Attributes) authz.Attributes { a.User = u; return a }
 
 	cases := []struct {
@@ -67,6 +68,9 @@ func TestAuthorizer_Decide(t *testing.T) {
 		{"the first opinion wins: per-request rules first", []authz.Rule{noSecrets}, []authz.Rule{allowAll}, as(worker, secrets), authz.Allow, ""},
 		{"unscoped users are allowed by AllowUnscoped", []authz.Rule{authz.AllowUnscoped}, nil, as(alice, secrets), authz.Allow, ""},
 		{"AllowUnscoped leaves scoped callers to other rules", []authz.Rule{authz.AllowUnscoped}, nil, as(worker, secrets), authz.Deny, ""},
+		{"AllowUnscoped does not grant run", []authz.Rule{authz.AllowUnscoped}, nil, as(alice, run), authz.Deny,
+			"running commands on a host is granted to admins and to the workers of projects that list it"},
+		{"admins hold run", nil, nil, as(admin, run), authz.Allow, ""},
 		{"AllowUnscoped covers paths", []authz.Rule{authz.AllowUnscoped}, nil, as(alice, metrics), authz.Allow, ""},
 		{"scoped callers may not read metrics", []authz.Rule{authz.AllowUnscoped}, nil, as(worker, metrics), authz.Deny, ""},
 		{"only admins may force, whatever the rules", []authz.Rule{allowAll}, []authz.Rule{allowAll}, as(alice, force), authz.Deny, "only admins may force a deletion"},

@@ -82,7 +82,11 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, err
 	}
 	if err := c.deleteAll(ctx, cl, d.Resolution); err != nil {
-		d.LastError = &api.LastError{Reason: api.CleanerReasonDeleteFailed, Message: err.Error(), Time: now}
+		reason := api.CleanerReasonDeleteFailed
+		if errors.Is(err, api.ErrForbidden) {
+			reason = api.CleanerReasonForbidden
+		}
+		d.LastError = &api.LastError{Reason: reason, Message: err.Error(), Time: now}
 		if werr := c.writeStatus(key, obj, cl, d, now); werr != nil {
 			c.log.Warn("cannot record a failed deletion", "cleaner", key, "err", werr)
 		}
@@ -94,9 +98,11 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 // deleteAll deletes the objects found for the targets marked delete, each
 // with a uid precondition (an object re-created under the same name since
 // it was evaluated is left alone), then the Cleaner. An object already
-// gone is not an error.
+// gone is not an error. The targets are deleted on behalf of the Cleaner
+// (api.OnBehalfOf): the API refuses a deletion its creator may not make
+// (Forbidden), since the controller never lends its own authority.
 func (c *Controller) deleteAll(ctx context.Context, cl *api.Cleaner, res Resolution) error {
-	del := func(kind, name, uid string) error {
+	del := func(ctx context.Context, kind, name, uid string) error {
 		_, _, err := c.c.Delete(ctx, kind, cl.Namespace, name, api.DeleteOptions{Preconditions: api.Preconditions{UID: uid}})
 		switch {
 		case err == nil:
@@ -111,12 +117,13 @@ func (c *Controller) deleteAll(ctx context.Context, cl *api.Cleaner, res Resolut
 		}
 		return nil
 	}
+	forCleaner := api.ActFor(ctx, api.KindCleaner, &cl.ObjectMeta)
 	for _, f := range res.ToDelete() {
-		if err := del(f.Kind, f.Name, f.UID); err != nil {
+		if err := del(forCleaner, f.Kind, f.Name, f.UID); err != nil {
 			return err
 		}
 	}
-	return del(api.KindCleaner, cl.Name, cl.UID)
+	return del(ctx, api.KindCleaner, cl.Name, cl.UID)
 }
 
 // decodeCleaner is the typed Cleaner of o, as o.Into gives it, without

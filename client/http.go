@@ -147,6 +147,9 @@ func (c *httpClient) doAccept(ctx context.Context, method, path string, q url.Va
 	if f, ok := api.FenceFrom(ctx); ok {
 		req.Header.Set(api.HeaderFence, f.Header())
 	}
+	if b, ok := api.OnBehalfOfFrom(ctx); ok {
+		req.Header.Set(api.HeaderOnBehalfOf, b.Header())
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -234,7 +234,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	events := event.New(event.Options{Logger: d.log})
 	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now, EventActions: events.Actions()}), Encryption: enc,
 		NamespaceMaxObjects: opts.NamespaceMaxObjects, NamespaceMaxBytes: opts.NamespaceMaxBytes,
-		Authorize:        []authz.Rule{authz.AllowUnscoped, events.Authorize},
+		Authorize: []authz.Rule{authz.AllowUnscoped, events.Authorize}, Authority: events,
 		BookmarkInterval: opts.BookmarkInterval, Logger: d.log, MaxTxnOps: opts.MaxTxnOps, MaxObjectBytes: opts.MaxObjectBytes,
 		StoreTimeout: opts.StoreTimeout})
 	if err != nil {

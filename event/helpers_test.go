@@ -12,6 +12,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/event"
 	"cairn.dev/cairn/kinds"
+	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -28,7 +29,8 @@ func start(t *testing.T) *env {
 	t.Helper()
 	svc := event.New(event.Options{})
 	s := servertest.Start(t, servertest.WithKinds(kinds.All(kinds.Deps{EventActions: svc.Actions()})...),
-		servertest.WithAuthorize(svc.Authorize))
+		servertest.WithAuthorize(svc.Authorize),
+		servertest.WithRegistryOptions(func(o *registry.Options) { o.Authority = svc }))
 	svc.Bind(s.Registry, nil)
 	s.Auth.SetScopeCheck(svc.CheckToken)
 	return &env{t: t, s: s, svc: svc, c: s.Client(t), ctx: context.Background()}

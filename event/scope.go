@@ -139,19 +139,11 @@ func (s *Service) Authorize(_ context.Context, a authz.Attributes) (authz.Decisi
 	if !ok {
 		return authz.Deny, "the token's permissions are not known"
 	}
-	verb := a.Verb
-	switch verb {
-	case "deletecollection":
-		verb = authz.VerbDelete
-	case "logs":
-		verb = authz.VerbGet
-	case "cancel":
-		verb = authz.VerbUpdate
+	if why := api.Ungrantable(a.Kind); why != "" {
+		return authz.Deny, why
 	}
-	for _, r := range g.rules {
-		if slices.Contains(r.Kinds, a.Kind) && slices.Contains(r.Verbs, verb) {
-			return authz.Allow, ""
-		}
+	if granted(g.rules, a.Kind, a.Verb) {
+		return authz.Allow, ""
 	}
 	return authz.Deny, "not granted by the workerPermissions of project " + g.project
 }

@@ -94,7 +94,9 @@ func (s *Service) runtime() runtime.Runtime {
 
 // system is ctx acting as the system: the service's own reads and writes,
 // after the caller was authorized for the endpoint.
-func system(ctx context.Context) context.Context { return identity.With(ctx, identity.System()) }
+func system(ctx context.Context) context.Context {
+	return identity.With(api.WithoutOnBehalfOf(ctx), identity.System())
+}
 
 // Actions are the Event kind's endpoints:
 //

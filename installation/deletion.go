@@ -21,11 +21,14 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 	if inst.Annotations[api.AnnotationOperation] == api.OperationForceReconcile {
 		trace.Check(ctx, "1. force-reconcile annotation: skip the deletion checks")
 		imps, err := r.resolveImports(ctx, inst, 0)
-		if err != nil {
+		var f *failure
+		if err != nil && !errors.As(err, &f) {
 			return controller.Result{}, err
 		}
 		exists, deleting := r.nestedState(inst)
 		switch {
+		case f != nil:
+			trace.Check(ctx, "1.1 cannot update the nested objects (%s); deleting what exists", f.err)
 		case !exists || deleting:
 			trace.Check(ctx, "1.1 nested objects already deleting or gone: no update")
 		case len(Unsatisfied(imps)) > 0:
@@ -106,11 +109,14 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 	// 6. Check if an update is required.
 	if !nestedDeleting {
 		imps, err := r.resolveImports(ctx, inst, 0)
-		if err != nil {
+		var f *failure
+		if err != nil && !errors.As(err, &f) {
 			return controller.Result{}, err
 		}
 		bp := r.caches.blueprint(inst)
-		if reason := UpdateRequired(inst, imps, bp.version); reason != "" {
+		if f != nil {
+			trace.Check(ctx, "6. cannot check for an update (%s); deleting what exists", f.err)
+		} else if reason := UpdateRequired(inst, imps, bp.version); reason != "" {
 			if bad := Unsatisfied(imps); len(bad) > 0 {
 				trace.Exit(ctx, "6. update required (%s) but imports unsatisfied: %s", reason, strings.Join(bad, "; "))
 				return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) {

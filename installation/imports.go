@@ -47,12 +47,14 @@ func (r *Reconciler) resolveData(ctx context.Context, inst *api.Installation, d 
 		if d.SecretRef.Key != "" {
 			im.Source += ":" + d.SecretRef.Key
 		}
-		obj, err := r.c.Get(ctx, api.KindSecret, inst.Namespace, d.SecretRef.Name)
+		// Read as the installation's creator too: the controller lends
+		// no authority of its own.
+		obj, err := r.c.Get(api.ActFor(ctx, api.KindInstallation, &inst.ObjectMeta), api.KindSecret, inst.Namespace, d.SecretRef.Name)
 		if errors.Is(err, api.ErrNotFound) {
 			return im, nil
 		}
 		if err != nil {
-			return im, fmt.Errorf("read %s: %w", im.Source, err)
+			return im, forbidden(fmt.Errorf("read %s: %w", im.Source, err))
 		}
 		s, err := client.Convert[*api.Secret](obj)
 		if err != nil {

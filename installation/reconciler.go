@@ -23,6 +23,9 @@ const (
 	ReasonNestedFailed        = "NestedFailed"
 	ReasonDeletionBlocked     = "DeletionBlocked"
 	ReasonDeletionFailed      = "DeletionFailed"
+	// ReasonForbidden: the installation's creator may not do what it
+	// needs (read an import, run the commands its blueprint renders).
+	ReasonForbidden = "Forbidden"
 )
 
 // Reconciler reconciles one installation per call. Build it with New (or
@@ -58,6 +61,16 @@ func (f *failure) Error() string { return f.err.Error() }
 func (f *failure) Unwrap() error { return f.err }
 
 func fail(reason string, err error) error { return &failure{reason: reason, err: err} }
+
+// forbidden turns a refusal of what the installation would do for its
+// creator (api.IsCreatorForbidden) into a failure; other errors stay as
+// they are (retried).
+func forbidden(err error) error {
+	if api.IsCreatorForbidden(err) {
+		return fail(ReasonForbidden, err)
+	}
+	return err
+}
 
 // Reconcile is the seed's core reconciliation logic (steps 1 to 6): it
 // reads the installation from the cache and runs the flow Core decides.
@@ -173,7 +186,7 @@ func (r *Reconciler) standard(ctx context.Context, inst *api.Installation) (cont
 	// 4. Check if an update is required.
 	imps, err := r.resolveImports(ctx, inst, 0)
 	if err != nil {
-		return controller.Result{}, err
+		return r.failed(ctx, inst, err, r.caches.blueprint(inst), nil)
 	}
 	bp := r.caches.blueprint(inst)
 	if reason := UpdateRequired(inst, imps, bp.version); reason != "" {
@@ -257,7 +270,7 @@ func (r *Reconciler) updateAndProgress(ctx context.Context, inst *api.Installati
 func (r *Reconciler) force(ctx context.Context, inst *api.Installation) (controller.Result, error) {
 	imps, err := r.resolveImports(ctx, inst, 0)
 	if err != nil {
-		return controller.Result{}, err
+		return r.failed(ctx, inst, err, r.caches.blueprint(inst), nil)
 	}
 	// 1. Check if imports are satisfied.
 	if bad := Unsatisfied(imps); len(bad) > 0 {
@@ -293,7 +306,7 @@ func (r *Reconciler) nestedCheck(ctx context.Context, inst *api.Installation) (c
 	}
 	imps, err := r.resolveImports(ctx, inst, 0)
 	if err != nil {
-		return controller.Result{}, err
+		return r.failed(ctx, inst, err, r.caches.blueprint(inst), nil)
 	}
 	bp := r.caches.blueprint(inst)
 	if changed := InputsChanged(inst, imps, bp.version); changed != "" {

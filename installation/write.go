@@ -254,7 +254,7 @@ func (r *Reconciler) update(ctx context.Context, inst *api.Installation, src sou
 
 	execRef, err := r.applyExecution(ctx, inst, items, owner, labels, op)
 	if err != nil {
-		return "", nil, err
+		return "", nil, forbidden(err)
 	}
 
 	want := map[string]bool{}
@@ -265,7 +265,7 @@ func (r *Reconciler) update(ctx context.Context, inst *api.Installation, src sou
 		subs = append(subs, api.NamedRef{Name: t.Name, Ref: name})
 		spec := api.InstallationSpec{Blueprint: t.Blueprint, Imports: t.Imports, Exports: t.Exports}
 		if err := r.applySub(ctx, inst, name, spec, owner, labels, op); err != nil {
-			return "", nil, err
+			return "", nil, forbidden(err)
 		}
 	}
 	for _, s := range r.caches.subinstallations(inst) {

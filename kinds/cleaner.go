@@ -68,6 +68,7 @@ func Cleaner(d Deps) registry.Kind {
 		Validate: func(_ context.Context, _ *registry.Admission, c *api.Cleaner) field.ErrorList {
 			return validateCleaner(c, served(), compiler)
 		},
+		Acts: actsOfCleaner,
 	})
 }
 

@@ -8,11 +8,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/registry"
 )
 
@@ -31,7 +33,26 @@ const (
 )
 
 // permissionVerbs are the verbs a project may grant its workers' tokens.
-var permissionVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+// run (on DeployItem only) lets them create deploy items that run a
+// command on a host.
+var permissionVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "run"}
+
+var (
+	servedOnce sync.Once
+	served     map[string]bool
+)
+
+// servedKinds are the names of the kinds All serves (→ namespaced),
+// computed once and only read after.
+func servedKinds() map[string]bool {
+	servedOnce.Do(func() {
+		served = map[string]bool{}
+		for _, k := range All(Deps{}) {
+			served[k.Kind] = k.Namespaced
+		}
+	})
+	return served
+}
 
 // envName is what an environment variable name may look like.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -53,6 +74,7 @@ func Project() registry.Kind {
 		Validate: func(_ context.Context, _ *registry.Admission, p *api.Project) field.ErrorList {
 			return ValidateProjectSpec(&p.Spec, field.NewPath("spec"))
 		},
+		Acts: actsOfProject,
 	})
 }
 
@@ -68,11 +90,16 @@ func ValidateProjectSpec(s *api.ProjectSpec, p *field.Path) field.ErrorList {
 			errs = append(errs, field.Required(rp.Child("kinds"), "name at least one kind"))
 		}
 		for j, k := range r.Kinds {
+			_, served := servedKinds()[k]
 			switch {
 			case !kindName.MatchString(k):
 				errs = append(errs, field.Invalid(rp.Child("kinds").Index(j), k, "must be a kind name such as Installation"))
-			case k == api.KindNamespace:
-				errs = append(errs, field.Forbidden(rp.Child("kinds").Index(j), "a worker acts only inside its project's namespace"))
+			case api.Ungrantable(k) != "":
+				errs = append(errs, field.Forbidden(rp.Child("kinds").Index(j), k+": "+api.Ungrantable(k)))
+			case !served:
+				errs = append(errs, field.NotSupported(rp.Child("kinds").Index(j), k, grantableKinds()))
+			case k != api.KindDeployItem && slices.Contains(r.Verbs, authz.VerbRun):
+				errs = append(errs, field.Invalid(rp.Child("kinds").Index(j), k, "run is granted on DeployItem only (the deploy items that run a command)"))
 			}
 		}
 		if len(r.Verbs) == 0 {
@@ -383,4 +410,16 @@ func workerSpecEqual(a, b *api.WorkerSpec) bool {
 	ta, tb := a.Timeout, b.Timeout
 	return slices.Equal(a.Command, b.Command) && a.Image == b.Image && maps.Equal(a.Env, b.Env) &&
 		a.Workspace == b.Workspace && (ta == nil) == (tb == nil) && (ta == nil || ta.Duration == tb.Duration)
+}
+
+// grantableKinds are the kinds a project may grant, sorted.
+func grantableKinds() []string {
+	var out []string
+	for k := range servedKinds() {
+		if api.Ungrantable(k) == "" {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -26,6 +26,7 @@ func Execution() registry.Kind {
 		Validate: func(_ context.Context, _ *registry.Admission, e *api.Execution) field.ErrorList {
 			return validateExecution(e)
 		},
+		Acts: actsOfExecution,
 	})
 }
 
@@ -43,6 +44,7 @@ func DeployItem() registry.Kind {
 			errs := requireType(spec.Child("type"), d.Spec.Type)
 			return append(errs, positive(spec.Child("timeout"), d.Spec.Timeout)...)
 		},
+		Acts: actsOfDeployItem,
 	})
 }
 

@@ -70,6 +70,7 @@ func Installation() registry.Kind {
 		Validate: func(_ context.Context, _ *registry.Admission, in *api.Installation) field.ErrorList {
 			return validateInstallation(&in.Spec, field.NewPath("spec"))
 		},
+		Acts: actsOfInstallation,
 	})
 }
 

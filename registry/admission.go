@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/identity"
 )
 
@@ -40,6 +41,10 @@ type Admission struct {
 	// recorded already (managedfields.go).
 	manager string
 	applied bool
+	// acts are what the write's object acts for that its stored version
+	// did not (Spec.Acts), set by the kind's prepare: the registry checks
+	// them as the object's creator (creator.go).
+	acts []authz.Attributes
 }
 
 // Getter reads objects for admission hooks. It reads through the registry

@@ -35,7 +35,21 @@ func (r *Registry) admit(ctx context.Context, kind string, a authz.Attributes) (
 	if err != nil {
 		return nil, u, err
 	}
-	return k, u, r.authorize(ctx, k, u, a, nil)
+	return k, u, r.authorizeFor(ctx, k, u, a, nil)
+}
+
+// authorizeFor is authorize, then admitFor: a request that acts for an
+// object (api.OnBehalfOf) must be allowed to the caller and to that
+// object's creator.
+func (r *Registry) authorizeFor(ctx context.Context, k *Kind, u identity.User, a authz.Attributes, action authz.Rule) error {
+	if err := r.authorize(ctx, k, u, a, action); err != nil {
+		return err
+	}
+	a.Kind = k.Kind
+	if !k.Namespaced {
+		a.Namespace = ""
+	}
+	return r.admitFor(ctx, a)
 }
 
 // authorize asks the registry's Authorizer about a on kind k by u,
@@ -64,7 +78,7 @@ func (r *Registry) Act(ctx context.Context, k *Kind, a *Action, req ActionReques
 		return ActionResult{}, err
 	}
 	attrs := authz.Attributes{Verb: a.Verb(), Namespace: req.Namespace, Name: req.Name}
-	if err := r.authorize(ctx, k, u, attrs, a.Authorize); err != nil {
+	if err := r.authorizeFor(ctx, k, u, attrs, a.Authorize); err != nil {
 		return ActionResult{}, err
 	}
 	res, err := a.Handle(ctx, req)

@@ -41,6 +41,9 @@ type Kind struct {
 
 	// authorize is the kind's authorization rule (Spec.Authorize), or nil.
 	authorize authz.Rule
+	// acts is true for kinds whose objects act for their creator
+	// (Spec.Acts): only they record one (creator.go).
+	acts bool
 	// prepare decodes obj strictly into the typed kind, applies the hook of
 	// adm.Op, defaults and validates it, and returns the normalized generic
 	// object. old is nil on create.
@@ -98,6 +101,13 @@ type Spec[T api.Resource] struct {
 	PrepareForUpdate func(ctx context.Context, adm *Admission, obj, old T) error
 	// PrepareForDelete adjusts an object being marked for deletion.
 	PrepareForDelete func(ctx context.Context, adm *Admission, obj T) error
+	// Acts lists what an object makes cairn do for its creator, as
+	// requests of that principal (Verb, Kind and Name; the registry fills
+	// the Namespace and the User): run on DeployItem for a command it
+	// runs, get on a Secret it imports, delete on a target. On create, and
+	// for what an update adds, each must be allowed to the object's
+	// creator (api.AnnotationCreator), or the write is Forbidden.
+	Acts func(obj T) []authz.Attributes
 	// PrepareForStatusUpdate checks (or adjusts) a status write against the
 	// stored object, e.g. the transitions a status may make. An error fails
 	// the write as it is (an *api.Status: Conflict, Invalid, ...).
@@ -143,6 +153,7 @@ func Define[T api.Resource](s Spec[T]) Kind {
 		Actions:   s.Actions,
 		GoType:    elem,
 		authorize: s.Authorize,
+		acts:      s.Acts != nil,
 	}
 	k.Fields, k.fieldsErr = declaredFields(s.Kind, s.Fields, elem)
 	for _, a := range s.Actions {
@@ -165,7 +176,7 @@ func Define[T api.Resource](s Spec[T]) Kind {
 		}
 		// The stored object is decoded only for the hooks that read it.
 		var o T
-		if old != nil && (op == OpUpdate && (s.PrepareForUpdate != nil || s.ValidateUpdate != nil) ||
+		if old != nil && (op == OpUpdate && (s.PrepareForUpdate != nil || s.ValidateUpdate != nil || s.Acts != nil) ||
 			op == OpUpdateStatus && s.PrepareForStatusUpdate != nil) {
 			if o, err = decode(old, false); err != nil {
 				return nil, nil, fmt.Errorf("registry: stored %s %q does not decode: %w", s.Kind, old.Name, err)
@@ -203,6 +214,14 @@ func Define[T api.Resource](s Spec[T]) Kind {
 		}
 		if len(errs) > 0 {
 			return nil, errs, nil
+		}
+		adm.acts = nil
+		if s.Acts != nil && (op == OpCreate || op == OpUpdate) {
+			var before []authz.Attributes
+			if op == OpUpdate && old != nil {
+				before = s.Acts(o)
+			}
+			adm.acts = actsOf(s.Acts(t), before)
 		}
 		out, err := api.FromResource(t)
 		if err != nil {

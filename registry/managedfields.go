@@ -325,7 +325,7 @@ func (r *Registry) apply(ctx context.Context, u identity.User, k *Kind, ns, name
 		}
 		// Nothing to merge into: the configuration creates the object,
 		// if the caller may create.
-		if err := r.authorize(ctx, k, u, authz.Attributes{Verb: authz.VerbCreate, Namespace: ns, Name: name}, nil); err != nil {
+		if err := r.authorizeFor(ctx, k, u, authz.Attributes{Verb: authz.VerbCreate, Namespace: ns, Name: name}, nil); err != nil {
 			return nil, false, err
 		}
 		empty := &api.Object{TypeMeta: cfg.TypeMeta}

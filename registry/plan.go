@@ -118,6 +118,9 @@ func (r *Registry) planCreate(ctx context.Context, adm *Admission, k *Kind, obj 
 	if err != nil {
 		return nil, err
 	}
+	if err := r.recordCreator(ctx, adm, k, out, nil, pend); err != nil {
+		return nil, err
+	}
 	raw, err := r.encode(k, out)
 	if err != nil {
 		return nil, err
@@ -181,6 +184,9 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 	p := &plan{k: k, key: key, self: []store.Cond{store.Unchanged(key, cur.rev)}, out: out, write: true, prev: cur.rev}
 	if adm.Op != OpUpdateStatus {
 		if p.owners, err = r.checkOwners(ctx, k, out, old.OwnerReferences, pend); err != nil {
+			return nil, err
+		}
+		if err := r.recordCreator(ctx, adm, k, out, old, pend); err != nil {
 			return nil, err
 		}
 	}

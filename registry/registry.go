@@ -56,6 +56,10 @@ type Options struct {
 	// the scope of worker tokens). Admins are allowed without rules; with
 	// none, nobody else is.
 	Authorize []authz.Rule
+	// Authority says what worker principals may do, when they are the
+	// creators of objects (creator.go); without it, objects created by
+	// worker tokens are refused.
+	Authority Authority
 	// Logger receives the registry's warnings (a watch cache's etcd watch
 	// that ended and is restarted); default slog.Default(), as in cairn's
 	// other packages.

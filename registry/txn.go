@@ -134,7 +134,7 @@ func (t *Txn) Commit(ctx context.Context, opts ...api.WriteOptions) ([]TxnResult
 		if it.k == nil {
 			continue
 		}
-		if err := t.r.authorize(ctx, it.k, u, it.attributes(), nil); err != nil {
+		if err := t.r.authorizeFor(ctx, it.k, u, it.attributes(), nil); err != nil {
 			return nil, it.fail(i, err)
 		}
 		key := t.r.key(it.k, it.namespace(), it.name())

@@ -24,3 +24,22 @@ func (s *Server) fenced(w *statusWriter, r *http.Request) (*http.Request, bool) 
 	}
 	return r.WithContext(api.WithFence(r.Context(), f)), true
 }
+
+// actingFor returns r with the object its Cairn-On-Behalf-Of header names,
+// if any, in its context (api.WithOnBehalfOf): the registry then
+// authorizes the request as the caller and as that object's creator. A
+// controller acting for a user's object sends it, so that it never lends
+// its own authority. The header only restricts the request that carries
+// it. A malformed header is answered 400 (ok false).
+func (s *Server) actingFor(w *statusWriter, r *http.Request) (*http.Request, bool) {
+	v := r.Header.Get(api.HeaderOnBehalfOf)
+	if v == "" {
+		return r, true
+	}
+	b, err := api.ParseOnBehalfOf(v)
+	if err != nil {
+		s.writeError(w, r, err)
+		return r, false
+	}
+	return r.WithContext(api.WithOnBehalfOf(r.Context(), b)), true
+}

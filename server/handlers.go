@@ -39,6 +39,9 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request) {
 	if r, ok = s.fenced(w, r); !ok {
 		return
 	}
+	if r, ok = s.actingFor(w, r); !ok {
+		return
+	}
 	if rerr != nil {
 		s.writeError(w, r, rerr)
 		return

@@ -35,7 +35,7 @@ import (
 )
 
 // Type is the deploy item type this deployer handles.
-const Type = "container"
+const Type = api.DeployItemTypeContainer
 
 // Config is a container deploy item's spec.config.
 type Config struct {
