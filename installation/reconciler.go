@@ -459,7 +459,7 @@ func ownFailure(inst *api.Installation) bool {
 		return false
 	}
 	switch inst.Status.LastError.Reason {
-	case ReasonBlueprintNotFound, ReasonImportInvalid, ReasonRenderFailed:
+	case ReasonBlueprintNotFound, ReasonImportInvalid, ReasonRenderFailed, ReasonForbidden:
 		return true
 	}
 	return false
