@@ -23,7 +23,9 @@ import (
 
 func openRuntime(t *testing.T, root string) *local.Runtime {
 	t.Helper()
-	rt, err := local.New(local.Options{Root: root, KillGrace: 2 * time.Second, PollInterval: 20 * time.Millisecond})
+	testkit.UnitReachable(t)
+	rt, err := local.New(local.Options{Root: root, KillGrace: 2 * time.Second, PollInterval: 20 * time.Millisecond,
+		Isolation: local.Isolation{None: os.Geteuid() != 0}}) // units get uids of their own when the tests run as root
 	if err != nil {
 		t.Fatal(err)
 	}

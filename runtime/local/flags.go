@@ -21,15 +21,15 @@ func (f *IsolationFlags) AddFlags(fs *pflag.FlagSet) {
 			"or none (as cairn's own user: units can read cairn's data dir, tokens and keys)")
 	fs.StringVar(&f.user, "runtime-user", "",
 		"run every unit as this existing unprivileged user instead of a uid of its own (units then share a uid and can read each other's workspaces)")
-	fs.StringVar(&f.uids, "runtime-uids", DefaultUIDs.String(),
-		"the range FIRST-LAST units get a uid (and gid) of their own from; no user or group of /etc/passwd or /etc/group may be in it")
+	fs.StringVar(&f.uids, "runtime-uids", "",
+		"the range FIRST-LAST units get a uid (and gid) of their own from (default "+DefaultUIDs.String()+"); no user or group of /etc/passwd or /etc/group may be in it")
 }
 
 // Isolation returns the Isolation the flags ask for, checking their
 // syntax; New checks it against the machine. Errors: ErrBadIsolation
 // naming the flag.
-func (f *IsolationFlags) Isolation(fs *pflag.FlagSet) (Isolation, error) {
-	uidsSet := fs != nil && fs.Changed("runtime-uids")
+func (f *IsolationFlags) Isolation() (Isolation, error) {
+	uidsSet := f.uids != ""
 	switch f.isolation {
 	case "none":
 		if f.user != "" || uidsSet {
@@ -45,6 +45,9 @@ func (f *IsolationFlags) Isolation(fs *pflag.FlagSet) (Isolation, error) {
 			return Isolation{}, fmt.Errorf("%w: give --runtime-user or --runtime-uids, not both", ErrBadIsolation)
 		}
 		return Isolation{User: f.user}, nil
+	}
+	if !uidsSet {
+		return Isolation{}, nil
 	}
 	r, err := ParseUIDRange(f.uids)
 	if err != nil {

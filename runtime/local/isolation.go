@@ -30,6 +30,10 @@ import (
 // the first users), below nobody's 65534-based conventions of 32-bit uids.
 var DefaultUIDs = UIDRange{First: 200000, Last: 265535}
 
+// DefaultRoot is a runtime root units can reach when cairn runs as root
+// (its default data dir, under /root, is out of their reach).
+const DefaultRoot = "/var/lib/cairn/runtime"
+
 // DefaultClaimDir is where the uids held by units are recorded, one file
 // per uid, for every runtime on the machine.
 const DefaultClaimDir = "/var/lib/cairn/uids"
