@@ -182,7 +182,7 @@ func (h *harness) logs(name, job string) string {
 
 // unitDir is where the local runtime keeps a unit (see runtime/local),
 // and its workspace, which a cleanup removes.
-func (h *harness) unitDir(id string) string { return filepath.Join(h.dir, "runtime", "units", id) }
+func (h *harness) unitDir(id string) string { return filepath.Join(h.rt, "units", id) }
 
 func exists(p string) bool {
 	_, err := os.Stat(p)
