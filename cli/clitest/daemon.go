@@ -60,3 +60,18 @@ func RuntimeDefaults(t testing.TB, opts *daemon.Options) {
 		opts.RuntimeDir = filepath.Join(t.TempDir(), "runtime")
 	}
 }
+
+// RuntimeFlags are the flags that give a `cairn server` or `cairn
+// controller-manager` process started by a test the runtime dir dir, which
+// units running as users of their own can reach (its parent must be a
+// t.TempDir() of t), instead of the machine's default; when the tests do
+// not run as root, units run as the test's user (--runtime-isolation=none).
+func RuntimeFlags(t testing.TB, dir string) []string {
+	t.Helper()
+	testkit.UnitReachable(t)
+	flags := []string{"--runtime-dir", dir}
+	if os.Geteuid() != 0 {
+		flags = append(flags, "--runtime-isolation=none")
+	}
+	return flags
+}

@@ -27,8 +27,8 @@ func TestServer_KilledWhileWorkersRunThenRestarted(t *testing.T) {
 	bin := clitest.BuildCairn(t)
 	home, data := t.TempDir(), filepath.Join(t.TempDir(), "data")
 	serve := func() *clitest.Proc {
-		cmd := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--data-dir", data,
-			"--event-max-workers", "2", "--event-grace-period", "1s")
+		cmd := exec.Command(bin, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", data,
+			"--event-max-workers", "2", "--event-grace-period", "1s"}, clitest.RuntimeFlags(t, filepath.Join(filepath.Dir(data), "runtime"))...)...)
 		cmd.Env = append(os.Environ(), "HOME="+home)
 		return clitest.Start(t, cmd)
 	}

@@ -165,7 +165,7 @@ func (r *Runtime) makeDirs() error {
 			return err
 		}
 	}
-	if err := checkReachable(r.units); err != nil {
+	if err := checkReachable(r.opts.Root); err != nil {
 		return err
 	}
 	if r.runAs.shared == nil {
