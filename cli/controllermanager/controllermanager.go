@@ -116,17 +116,9 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 	if len(ctrls) == 0 {
 		return errors.New("--controllers selects no controller: a controller manager needs at least one")
 	}
-	isolation, err := f.runtimeIsolation.Isolation()
+	runtimeDir, isolation, err := f.runtime()
 	if err != nil {
 		return err
-	}
-	runtimeDir := f.runtimeDir
-	switch {
-	case runtimeDir != "":
-	case isolation.None:
-		runtimeDir = defaultRuntimeDir()
-	default:
-		runtimeDir = defaultIsolatedRuntimeDir
 	}
 	token, err := readToken(f.tokenFile)
 	if err != nil {
@@ -226,6 +218,23 @@ func defaultRuntimeDir() string {
 		return filepath.Join(".cairn", "controller-manager", "runtime")
 	}
 	return filepath.Join(home, ".cairn", "controller-manager", "runtime")
+}
+
+// runtime returns the runtime dir and the units' isolation the flags ask
+// for. Errors: local.ErrBadIsolation naming the flag.
+func (f *flags) runtime() (string, rtlocal.Isolation, error) {
+	isolation, err := f.runtimeIsolation.Isolation()
+	if err != nil {
+		return "", isolation, err
+	}
+	switch {
+	case f.runtimeDir != "":
+		return f.runtimeDir, isolation, nil
+	case isolation.None:
+		return defaultRuntimeDir(), isolation, nil
+	default:
+		return defaultIsolatedRuntimeDir, isolation, nil
+	}
 }
 
 // controllersConfig is the controllers' configuration from the flags.

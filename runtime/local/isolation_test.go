@@ -160,7 +160,8 @@ func TestLocal_CleanupKillsWhatTheUnitLeftRunning(t *testing.T) {
 	needRoot(t)
 	rt := newRuntime(t, t.TempDir(), 5*time.Second)
 	pidFile := filepath.Join(testkit.UnitWritableDir(t), "pid")
-	mustStart(t, rt, shSpec("daemon", `setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > "$PIDFILE"`, "PIDFILE="+pidFile))
+	mustStart(t, rt, shSpec("daemon", `setsid sh -c 'echo $$ > "$PIDFILE"; exec sleep 300' </dev/null >/dev/null 2>&1 &
+while [ ! -s "$PIDFILE" ]; do sleep 0.01; done`, "PIDFILE="+pidFile))
 	mustWait(t, rt, "daemon")
 	escaped := readPids(t, pidFile, 1)[0]
 	if processGone(escaped) {
@@ -210,5 +211,34 @@ func TestLocal_UnreachableRuntimeDirIsRefused(t *testing.T) {
 	}
 	if _, err := local.New(local.Options{Root: link}); !errors.Is(err, local.ErrUnreachable) || !strings.Contains(err.Error(), "symbolic link") {
 		t.Fatalf("New on a symbolic link: %v, want ErrUnreachable saying so", err)
+	}
+}
+
+// A range whose every uid is held fails the next unit with the reason,
+// rather than sharing a uid.
+func TestLocal_NoFreeUIDFailsTheUnit(t *testing.T) {
+	needRoot(t)
+	testkit.UnitReachable(t)
+	one := uint32(3_000_000_000 + time.Now().UnixNano()%1_000_000) // a uid of its own to this test
+	rt, err := local.New(local.Options{Root: t.TempDir(), PollInterval: 20 * time.Millisecond,
+		Isolation: local.Isolation{UIDs: local.UIDRange{First: one, Last: one}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	mustStart(t, rt, shSpec("holder", "id -u"))
+	if st := mustWait(t, rt, "holder"); st.ExitCode != 0 || readLogs(t, rt, "holder") != strconv.Itoa(int(one))+"\n" {
+		t.Fatalf("holder: %+v, log %q", st, readLogs(t, rt, "holder"))
+	}
+	st := mustStart(t, rt, shSpec("second", "id -u"))
+	if st.Phase != runtime.PhaseFailed || !strings.Contains(st.Reason, "no free uid") {
+		t.Fatalf("second unit: %+v, want Failed for want of a uid", st)
+	}
+	if err := rt.Cleanup(testkit.Context(t), "holder"); err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, rt, shSpec("third", "id -u"))
+	if st := mustWait(t, rt, "third"); st.ExitCode != 0 || readLogs(t, rt, "third") != strconv.Itoa(int(one))+"\n" {
+		t.Fatalf("after the holder's cleanup: %+v, log %q; want its uid again", st, readLogs(t, rt, "third"))
 	}
 }

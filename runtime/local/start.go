@@ -30,7 +30,9 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.State, 
 		return runtime.State{}, err
 	}
 	defer r.inflight.Done()
-	err = r.launch(ctx, u, spec)
+	if rec, _, _ := u.snapshot(); !rec.State.Phase.Done() { // Failed already when no uid was free
+		err = r.launch(ctx, u, spec)
+	}
 	u.mu.Lock()
 	u.starting = false
 	u.mu.Unlock()
@@ -127,9 +129,6 @@ func (r *Runtime) launch(ctx context.Context, u *unit, spec runtime.Spec) error 
 		return nil
 	}
 	rec, _, _ := u.snapshot()
-	if rec.State.Phase.Done() { // no uid was free
-		return nil
-	}
 	user := rec.User.credential()
 	ws := filepath.Join(u.dir, workspaceName)
 	dir, err := prepareWorkspace(ws, spec, user)
