@@ -87,7 +87,7 @@ var allowed = map[string][]string{
 	// Test support (see testSupport).
 	"store/storetest":   {"store"},
 	"server/servertest": {"api", "auth", "authz", "client", "identity", "kinds", "pki", "registry", "server", "store", "store/storetest"},
-	"cli/clitest":       {"cli", "client", "daemon"},
+	"cli/clitest":       {"cli", "client", "daemon", "internal/testkit"},
 	"internal/testkit":  {"api", "client", "identity", "registry", "kinds", "server/servertest", "store/storetest"},
 	"internal/deploytest": {"api", "client", "client/local", "deployitem", "gc", "identity", "internal/testkit", "manager",
 		"runtime", "server/servertest", "trace"},

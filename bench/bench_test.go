@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/controllers"
@@ -39,10 +40,12 @@ import (
 
 func startServer(b *testing.B) (*daemon.Daemon, client.Interface) {
 	b.Helper()
-	d, err := daemon.Start(context.Background(), daemon.Options{
+	opts := daemon.Options{
 		Listen: "127.0.0.1:0", DataDir: filepath.Join(b.TempDir(), "data"), Controllers: controllers.List(controllers.Config{GCWorkers: 32}),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), InsecureHTTP: insecureHTTP(),
-	})
+	}
+	clitest.RuntimeDefaults(b, &opts)
+	d, err := daemon.Start(context.Background(), opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
@@ -44,11 +45,13 @@ const threeItems = `deployItems:
 // limits (10,000 installations make some 100,000 objects).
 func startDeployServer(b *testing.B) (*daemon.Daemon, client.Interface) {
 	b.Helper()
-	d, err := daemon.Start(context.Background(), daemon.Options{
+	opts := daemon.Options{
 		Listen: "127.0.0.1:0", DataDir: filepath.Join(b.TempDir(), "data"),
 		Controllers: controllers.List(controllers.Config{GCWorkers: 32}), NamespaceMaxObjects: -1, NamespaceMaxBytes: -1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	clitest.RuntimeDefaults(b, &opts)
+	d, err := daemon.Start(context.Background(), opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
@@ -28,6 +29,7 @@ func startEvents(b *testing.B, cfg *controllers.Config, cmd ...string) (*daemon.
 	if cfg != nil {
 		opts.Controllers = controllers.List(*cfg)
 	}
+	clitest.RuntimeDefaults(b, &opts)
 	d, err := daemon.Start(context.Background(), opts)
 	if err != nil {
 		b.Fatal(err)

@@ -94,9 +94,15 @@ type Options struct {
 	Controllers []manager.Controller
 	// RuntimeDir is where the local runtime keeps the commands the
 	// controllers run (container deploy items, event workers and jobs):
-	// their workspaces, state and logs; default <DataDir>/runtime. Only
-	// used with Controllers.
+	// their workspaces, state and logs. Only used with Controllers.
+	// Default: rtlocal.DefaultRoot when units run as users of their own
+	// (they must pass through every directory above their workspaces,
+	// which the data dir, 0700, forbids), <DataDir>/runtime otherwise.
 	RuntimeDir string
+	// RuntimeIsolation says whom those commands run as (rtlocal.Isolation):
+	// by default each as a uid of its own, which needs root; the server
+	// refuses to start otherwise, unless RuntimeIsolation.None opts out.
+	RuntimeIsolation rtlocal.Isolation
 	// CompactionInterval: the leader compacts history older than this
 	// interval, every interval; default 5m.
 	CompactionInterval time.Duration
@@ -262,10 +268,14 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	if len(opts.Controllers) > 0 {
 		dir := opts.RuntimeDir
-		if dir == "" {
+		switch {
+		case dir != "":
+		case opts.RuntimeIsolation.None:
 			dir = filepath.Join(opts.DataDir, "runtime")
+		default:
+			dir = rtlocal.DefaultRoot
 		}
-		if d.runtime, err = rtlocal.New(rtlocal.Options{Root: dir, Logger: d.log}); err != nil {
+		if d.runtime, err = rtlocal.New(rtlocal.Options{Root: dir, Logger: d.log, Isolation: opts.RuntimeIsolation}); err != nil {
 			return d, fmt.Errorf("daemon: open the runtime in %s: %w", dir, err)
 		}
 		d.manager, err = manager.New(manager.Options{

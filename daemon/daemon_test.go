@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
@@ -35,6 +36,7 @@ func start(t *testing.T, opts daemon.Options) *daemon.Daemon {
 		opts.Listen = "127.0.0.1:0"
 	}
 	opts.Logger = quiet
+	clitest.RuntimeDefaults(t, &opts)
 	d, err := daemon.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -198,7 +198,7 @@ func TestServer_RestartsAfterSIGKILLLeftAStaleSocket(t *testing.T) {
 	bin := clitest.BuildCairn(t)
 	home, data := t.TempDir(), filepath.Join(t.TempDir(), "data")
 	run := func() *clitest.Proc {
-		cmd := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--data-dir", data)
+		cmd := exec.Command(bin, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", data}, clitest.RuntimeFlags(t, filepath.Join(filepath.Dir(data), "runtime"))...)...)
 		cmd.Env = append(os.Environ(), "HOME="+home)
 		return clitest.Start(t, cmd)
 	}

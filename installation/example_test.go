@@ -27,7 +27,9 @@ import (
 // export becomes a Target in the platform's context, and the app's command
 // finds it in its imports file.
 func TestExample_PlatformTargetFlowsFromTheClusterToTheApp(t *testing.T) {
-	rt, err := local.New(local.Options{Root: filepath.Join(t.TempDir(), "runtime"), KillGrace: 2 * time.Second, PollInterval: 20 * time.Millisecond})
+	testkit.UnitReachable(t)
+	rt, err := local.New(local.Options{Root: filepath.Join(t.TempDir(), "runtime"), KillGrace: 2 * time.Second, PollInterval: 20 * time.Millisecond,
+		Isolation: local.Isolation{None: os.Geteuid() != 0}}) // units get uids of their own when the tests run as root
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,15 @@ sleep 300`)
 
 func TestRestart_NeverLosesNorDoubleStartsAWorker(t *testing.T) {
 	h := startHarness(t, controllers.Config{EventMaxWorkers: 2, EventGracePeriod: time.Second})
-	runs := t.TempDir() + "/runs"
+	runs := testkit.UnitWritableDir(t) + "/runs"
+	// Each worker runs as a uid of its own: the file they all append to is
+	// open to all.
+	if err := os.WriteFile(runs, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(runs, 0o666); err != nil {
+		t.Fatal(err)
+	}
 	h.project("once", script(`echo "$CAIRN_EVENT" >> `+runs+`; sleep 2`))
 	var names []string
 	for range 4 {

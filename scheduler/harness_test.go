@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
@@ -32,20 +33,24 @@ type harness struct {
 	d   *daemon.Daemon
 	c   client.Interface
 	dir string
+	rt  string // the runtime dir, kept across restarts
 	cfg controllers.Config
 }
 
 func startHarness(t *testing.T, cfg controllers.Config) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: filepath.Join(t.TempDir(), "data"), cfg: cfg}
+	testkit.UnitReachable(t)
+	h := &harness{t: t, dir: filepath.Join(t.TempDir(), "data"), rt: filepath.Join(t.TempDir(), "runtime"), cfg: cfg}
 	h.start()
 	return h
 }
 
 func (h *harness) start() {
 	h.t.Helper()
-	d, err := daemon.Start(context.Background(), daemon.Options{Listen: "127.0.0.1:0", DataDir: h.dir,
-		Controllers: controllers.List(h.cfg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	opts := daemon.Options{Listen: "127.0.0.1:0", DataDir: h.dir, RuntimeDir: h.rt,
+		Controllers: controllers.List(h.cfg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	clitest.RuntimeDefaults(h.t, &opts)
+	d, err := daemon.Start(context.Background(), opts)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -177,7 +182,7 @@ func (h *harness) logs(name, job string) string {
 
 // unitDir is where the local runtime keeps a unit (see runtime/local),
 // and its workspace, which a cleanup removes.
-func (h *harness) unitDir(id string) string { return filepath.Join(h.dir, "runtime", "units", id) }
+func (h *harness) unitDir(id string) string { return filepath.Join(h.rt, "units", id) }
 
 func exists(p string) bool {
 	_, err := os.Stat(p)

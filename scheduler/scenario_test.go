@@ -87,7 +87,7 @@ func TestWorker_MissingCommandEndsWithAReason(t *testing.T) {
 
 func TestWorker_TimeoutKillsItsProcessGroupAndCleansUpAtOnce(t *testing.T) {
 	h := startHarness(t, controllers.Config{EventGracePeriod: time.Hour})
-	pids := t.TempDir() + "/pids"
+	pids := testkit.UnitWritableDir(t) + "/pids"
 	spec := script(`sleep 300 & echo $! > ` + pids + `; sleep 300`)
 	spec.WorkerTemplate.Timeout = &api.Duration{Duration: 3 * time.Second}
 	h.project("slow", spec)
@@ -135,7 +135,7 @@ func TestJob_FailsToStartWithAReason(t *testing.T) {
 
 func TestCancel_AtEachPhase(t *testing.T) {
 	h := startHarness(t, controllers.Config{EventMaxWorkers: 1, EventGracePeriod: time.Hour})
-	pids := t.TempDir() + "/pids"
+	pids := testkit.UnitWritableDir(t) + "/pids"
 	h.project("long", script("echo $$ >> "+pids+"; sleep 300"))
 	running := h.create("long")
 	pending := h.create("long") // waits: one worker at a time

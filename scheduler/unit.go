@@ -17,11 +17,18 @@ import (
 const (
 	eventFile  = ".cairn/event.json"
 	secretsDir = ".cairn/secrets"
+	caFile     = ".cairn/ca.crt"
 )
 
 // wrapper sets the variables that name files of the workspace (whose
 // absolute path only the runtime knows, in CAIRN_WORKSPACE) and runs the
 // command in its place.
+//
+// caWrapper, put before it when the API has a CA file, points CAIRN_CA_FILE
+// at the unit's own copy: a unit runs as a user of its own and cannot read
+// the server's files.
+const caWrapper = `CAIRN_CA_FILE="$CAIRN_WORKSPACE/` + caFile + `"; export CAIRN_CA_FILE; `
+
 const wrapper = `CAIRN_EVENT_FILE="$CAIRN_WORKSPACE/` + eventFile + `"; CAIRN_SECRETS_DIR="$CAIRN_WORKSPACE/` + secretsDir + `"; ` +
 	`export CAIRN_EVENT_FILE CAIRN_SECRETS_DIR; exec "$0" "$@"`
 
@@ -35,7 +42,8 @@ type UnitInput struct {
 	// at creation, and the worker's token under api.EventTokenKey.
 	Secrets map[string][]byte
 	// Server is the API's URL (CAIRN_SERVER), and CAFile the CA file its
-	// certificate verifies with (CAIRN_CA_FILE, when not "").
+	// certificate verifies with, copied into the unit's files (CAIRN_CA_FILE
+	// names the copy), when not "".
 	Server string
 	CAFile string
 	// Path is the PATH of units whose spec sets none.
@@ -53,8 +61,9 @@ func (e *StartError) Error() string { return e.Reason }
 // with a reason rather than starting at all), its environment (the spec's,
 // PATH, and CAIRN_SERVER, CAIRN_CA_FILE, CAIRN_TOKEN, CAIRN_NAMESPACE, CAIRN_EVENT,
 // CAIRN_EVENT_FILE, CAIRN_SECRETS_DIR, CAIRN_WORKSPACE, and CAIRN_JOB for a
-// job), and its files: the event as JSON and one file per secret key, each
-// mode 0600 in its own workspace. Errors: *StartError.
+// job), and its files: the event as JSON, one file per secret key and a
+// copy of the CA file, each mode 0600 in its own workspace. Errors:
+// *StartError, or an error reading the CA file.
 func UnitSpec(in UnitInput) (runtime.Spec, error) {
 	ev := in.Event
 	id := api.WorkerUnitID(ev.UID)
@@ -68,9 +77,6 @@ func UnitSpec(in UnitInput) (runtime.Spec, error) {
 		return runtime.Spec{}, err
 	}
 	env["CAIRN_SERVER"] = in.Server
-	if in.CAFile != "" {
-		env["CAIRN_CA_FILE"] = in.CAFile
-	}
 	env["CAIRN_TOKEN"] = string(in.Secrets[api.EventTokenKey])
 	env["CAIRN_NAMESPACE"] = ev.Namespace
 	env["CAIRN_EVENT"] = ev.Name
@@ -82,6 +88,15 @@ func UnitSpec(in UnitInput) (runtime.Spec, error) {
 		return runtime.Spec{}, fmt.Errorf("scheduler: encode event %s: %w", ev.Name, err)
 	}
 	files := map[string][]byte{eventFile: raw}
+	script := wrapper
+	if in.CAFile != "" {
+		ca, err := os.ReadFile(in.CAFile)
+		if err != nil {
+			return runtime.Spec{}, fmt.Errorf("scheduler: read the API's CA for %s: %w", id, err)
+		}
+		files[caFile] = ca
+		script = caWrapper + wrapper
+	}
 	for k, v := range in.Secrets {
 		if k != api.EventTokenKey {
 			files[secretsDir+"/"+k] = v
@@ -91,7 +106,7 @@ func UnitSpec(in UnitInput) (runtime.Spec, error) {
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		envList = append(envList, k+"="+env[k])
 	}
-	argv := append([]string{"/bin/sh", "-c", wrapper, cmd}, in.Spec.Command[1:]...)
+	argv := append([]string{"/bin/sh", "-c", script, cmd}, in.Spec.Command[1:]...)
 	return runtime.Spec{ID: id, Argv: argv, Env: envList, WorkspaceEnv: "CAIRN_WORKSPACE", Files: files, Dir: in.Spec.Workspace}, nil
 }
 

@@ -3,6 +3,8 @@ package scheduler_test
 import (
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -66,5 +68,34 @@ func TestUnitSpec_GivesTheWorkerItsEnvironmentAndFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A unit runs as a user of its own and cannot read the server's files: it
+// gets a copy of the API's CA in its workspace, and CAIRN_CA_FILE names the
+// copy.
+func TestUnitSpec_CopiesTheCAIntoTheUnitsFiles(t *testing.T) {
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ev := &api.Event{ObjectMeta: api.ObjectMeta{Name: "e1", Namespace: "team", UID: "0f8fad5b-d9cb-469f-a165-70867728950e"}}
+	s, err := scheduler.UnitSpec(scheduler.UnitInput{Event: ev, Spec: api.WorkerSpec{Command: []string{"true"}},
+		Secrets: map[string][]byte{api.EventTokenKey: []byte("tok")}, Server: "https://api", CAFile: ca, Path: "/usr/bin:/bin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(s.Files[".cairn/ca.crt"]); got != "-----BEGIN CERTIFICATE-----\n" {
+		t.Fatalf("the unit's CA file holds %q", got)
+	}
+	if slices.ContainsFunc(s.Env, func(e string) bool { return strings.Contains(e, ca) }) {
+		t.Fatalf("env %v names the server's CA file", s.Env)
+	}
+	if !strings.Contains(s.Argv[2], `CAIRN_CA_FILE="$CAIRN_WORKSPACE/.cairn/ca.crt"`) {
+		t.Fatalf("the wrapper %q does not point CAIRN_CA_FILE at the copy", s.Argv[2])
+	}
+	if _, err := scheduler.UnitSpec(scheduler.UnitInput{Event: ev, Spec: api.WorkerSpec{Command: []string{"true"}},
+		CAFile: filepath.Join(t.TempDir(), "missing"), Path: "/usr/bin:/bin"}); err == nil {
+		t.Fatal("a CA file that cannot be read: no error")
 	}
 }

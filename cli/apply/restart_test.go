@@ -97,9 +97,10 @@ func TestApply_KilledServerConvergesATreeAfterRestart(t *testing.T) {
 		t.Skip("builds and runs the cairn binary")
 	}
 	bin := clitest.BuildCairn(t)
-	home, data, runs := t.TempDir(), filepath.Join(t.TempDir(), "data"), t.TempDir()
+	home, data, runs := t.TempDir(), filepath.Join(t.TempDir(), "data"), testkit.UnitWritableDir(t)
 	start := func() (*clitest.Proc, client.Interface, string) {
-		cmd := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--data-dir", data, "--leader-ttl", "1s")
+		cmd := exec.Command(bin, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", data, "--leader-ttl", "1s"},
+			clitest.RuntimeFlags(t, filepath.Join(filepath.Dir(data), "runtime"))...)...)
 		cmd.Env = append(os.Environ(), "HOME="+home)
 		p := clitest.Start(t, cmd)
 		b, err := os.ReadFile(filepath.Join(data, "admin.token"))

@@ -34,17 +34,18 @@ import (
 )
 
 type flags struct {
-	server      string
-	tokenFile   string
-	caFile      string
-	listen      string
-	advertise   string
-	controllers string
-	leaderTTL   time.Duration
-	events      controllers.Config
-	gcWorkers   int
-	logLevel    string
-	runtimeDir  string
+	server           string
+	tokenFile        string
+	caFile           string
+	listen           string
+	advertise        string
+	controllers      string
+	leaderTTL        time.Duration
+	events           controllers.Config
+	gcWorkers        int
+	logLevel         string
+	runtimeDir       string
+	runtimeIsolation rtlocal.IsolationFlags
 
 	// timeouts are the deploy item timeouts' defaults.
 	timeouts deployitem.Timeouts
@@ -82,7 +83,9 @@ everything but the probes needs a bearer token the API server accepts.`,
 	fs.DurationVar(&f.timeouts.Aborting, "deployitem-aborting-timeout", deployitem.DefaultAborting, "how long a deployer may take to abort a deploy item before it fails (0: never)")
 	fs.DurationVar(&f.timeouts.Progressing, "deployitem-progressing-timeout", deployitem.DefaultProgressing, "how long a deployer may work on a deploy item before it is aborted, unless its spec.timeout says otherwise (0: never)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&f.runtimeDir, "runtime-dir", defaultRuntimeDir(), "where the commands the controllers run keep their workspaces, state and logs (created mode 0700)")
+	fs.StringVar(&f.runtimeDir, "runtime-dir", "", "where the commands the controllers run keep their workspaces, state and logs "+
+		"(default "+defaultIsolatedRuntimeDir+", which units running as users of their own can pass through; ~/.cairn/controller-manager/runtime with --runtime-isolation=none)")
+	f.runtimeIsolation.AddFlags(fs)
 	return cmd
 }
 
@@ -113,6 +116,10 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 	if len(ctrls) == 0 {
 		return errors.New("--controllers selects no controller: a controller manager needs at least one")
 	}
+	runtimeDir, isolation, err := f.runtime()
+	if err != nil {
+		return err
+	}
 	token, err := readToken(f.tokenFile)
 	if err != nil {
 		return err
@@ -139,10 +146,10 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rt, err := rtlocal.New(rtlocal.Options{Root: f.runtimeDir, Logger: log})
+	rt, err := rtlocal.New(rtlocal.Options{Root: runtimeDir, Logger: log, Isolation: isolation})
 	if err != nil {
 		l.Close()
-		return fmt.Errorf("--runtime-dir %s: %w", f.runtimeDir, err)
+		return fmt.Errorf("--runtime-dir %s: %w", runtimeDir, err)
 	}
 	defer rt.Close()
 	m, err := manager.New(manager.Options{Client: c, Controllers: ctrls, Identity: url, LeaderElection: true,
@@ -200,6 +207,10 @@ func httpURL(s string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
+// defaultIsolatedRuntimeDir is the runtime dir when units run as users of
+// their own: every directory above it lets them pass.
+const defaultIsolatedRuntimeDir = "/var/lib/cairn/controller-manager/runtime"
+
 // defaultRuntimeDir is ~/.cairn/controller-manager/runtime.
 func defaultRuntimeDir() string {
 	home, err := os.UserHomeDir()
@@ -207,6 +218,23 @@ func defaultRuntimeDir() string {
 		return filepath.Join(".cairn", "controller-manager", "runtime")
 	}
 	return filepath.Join(home, ".cairn", "controller-manager", "runtime")
+}
+
+// runtime returns the runtime dir and the units' isolation the flags ask
+// for. Errors: local.ErrBadIsolation naming the flag.
+func (f *flags) runtime() (string, rtlocal.Isolation, error) {
+	isolation, err := f.runtimeIsolation.Isolation()
+	if err != nil {
+		return "", isolation, err
+	}
+	switch {
+	case f.runtimeDir != "":
+		return f.runtimeDir, isolation, nil
+	case isolation.None:
+		return defaultRuntimeDir(), isolation, nil
+	default:
+		return defaultIsolatedRuntimeDir, isolation, nil
+	}
 }
 
 // controllersConfig is the controllers' configuration from the flags.

@@ -35,8 +35,8 @@ func startManager(t *testing.T, bin, url string, ca []byte, tokenFile string) *c
 	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "controller-manager", "--server", url, "--certificate-authority", caFile, "--token-file", tokenFile,
-		"--listen", "127.0.0.1:0", "--leader-ttl", leaderTTL.String(), "--runtime-dir", filepath.Join(t.TempDir(), "runtime"))
+	cmd := exec.Command(bin, append([]string{"controller-manager", "--server", url, "--certificate-authority", caFile, "--token-file", tokenFile,
+		"--listen", "127.0.0.1:0", "--leader-ttl", leaderTTL.String()}, clitest.RuntimeFlags(t, filepath.Join(t.TempDir(), "runtime"))...)...)
 	return clitest.Start(t, cmd)
 }
 

@@ -27,8 +27,8 @@ func TestServer_KilledWhileWorkersRunThenRestarted(t *testing.T) {
 	bin := clitest.BuildCairn(t)
 	home, data := t.TempDir(), filepath.Join(t.TempDir(), "data")
 	serve := func() *clitest.Proc {
-		cmd := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--data-dir", data,
-			"--event-max-workers", "2", "--event-grace-period", "1s")
+		cmd := exec.Command(bin, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", data,
+			"--event-max-workers", "2", "--event-grace-period", "1s"}, clitest.RuntimeFlags(t, filepath.Join(filepath.Dir(data), "runtime"))...)...)
 		cmd.Env = append(os.Environ(), "HOME="+home)
 		return clitest.Start(t, cmd)
 	}
@@ -46,7 +46,15 @@ func TestServer_KilledWhileWorkersRunThenRestarted(t *testing.T) {
 	}
 	c := connect(srv.URL)
 	ctx := context.Background()
-	runs := filepath.Join(t.TempDir(), "runs")
+	// Each worker runs as a uid of its own: the file they all append to is
+	// open to all.
+	runs := filepath.Join(testkit.UnitWritableDir(t), "runs")
+	if err := os.WriteFile(runs, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(runs, 0o666); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := client.For[*api.Project](c).Create(ctx, &api.Project{ObjectMeta: api.ObjectMeta{Name: "once", Namespace: "default"},
 		Spec: api.ProjectSpec{WorkerTemplate: api.WorkerSpec{Command: []string{"sh", "-c", `echo "$CAIRN_EVENT" >> ` + runs + `; sleep 3`}}}}); err != nil {
 		t.Fatal(err)

@@ -53,9 +53,9 @@ type serverProc struct {
 func startClusterServer(t *testing.T, bin, endpoint, keyFile string) *serverProc {
 	t.Helper()
 	home, data := t.TempDir(), filepath.Join(t.TempDir(), "data")
-	cmd := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--data-dir", data,
+	cmd := exec.Command(bin, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", data,
 		"--etcd-endpoints", endpoint, "--encryption-key-file", keyFile,
-		"--leader-ttl", failoverTTL.String())
+		"--leader-ttl", failoverTTL.String()}, clitest.RuntimeFlags(t, filepath.Join(filepath.Dir(data), "runtime"))...)...)
 	cmd.Env = append(os.Environ(), "HOME="+home)
 	p := &serverProc{Proc: clitest.Start(t, cmd), caFile: filepath.Join(data, daemon.CAFileName)}
 	b, err := os.ReadFile(filepath.Join(data, "admin.token"))

@@ -27,8 +27,8 @@ func TestServer_RequestBodyTimeoutFlagCutsSlowBodies(t *testing.T) {
 	}
 
 	home := t.TempDir()
-	cmd := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "data"),
-		"--request-body-timeout", "1s")
+	cmd := exec.Command(bin, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "data"),
+		"--request-body-timeout", "1s"}, clitest.RuntimeFlags(t, filepath.Join(t.TempDir(), "runtime"))...)...)
 	cmd.Env = append(os.Environ(), "HOME="+home)
 	srv := clitest.Start(t, cmd)
 	cfg, err := client.LoadConfig(filepath.Join(home, ".cairn", "config"))

@@ -18,8 +18,8 @@ import (
 func TestServer_NamespaceLimitFlagsSetTheDefaults(t *testing.T) {
 	bin := clitest.BuildCairn(t)
 	home := t.TempDir()
-	cmd := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "data"),
-		"--namespace-max-objects", "2", "--namespace-max-bytes", "1Mi")
+	cmd := exec.Command(bin, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "data"),
+		"--namespace-max-objects", "2", "--namespace-max-bytes", "1Mi"}, clitest.RuntimeFlags(t, filepath.Join(t.TempDir(), "runtime"))...)...)
 	cmd.Env = append(os.Environ(), "HOME="+home)
 	clitest.Start(t, cmd)
 	cfg, err := client.LoadConfig(filepath.Join(home, ".cairn", "config"))

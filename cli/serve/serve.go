@@ -23,6 +23,7 @@ import (
 	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/deployitem"
 	"cairn.dev/cairn/internal/gopace"
+	rtlocal "cairn.dev/cairn/runtime/local"
 )
 
 type flags struct {
@@ -56,6 +57,9 @@ type flags struct {
 
 	// timeouts are the deploy item timeouts' defaults.
 	timeouts deployitem.Timeouts
+	// The local runtime of the commands the controllers run.
+	runtimeDir       string
+	runtimeIsolation rtlocal.IsolationFlags
 }
 
 // memoryFlags bound the memory of requests (daemon.Options, as the server's).
@@ -148,6 +152,9 @@ kubectl and client-go: KUBECONFIG=~/.cairn/kubeconfig kubectl get secrets.`,
 		fmt.Sprintf("most compares, and most writes, in one etcd transaction: the embedded etcd's --max-txn-ops; with --etcd-endpoints, the cluster's (at least %d)", daemon.MinTxnOps))
 	fs.StringVar(&f.storeQuota, "store-quota", "2Gi", "space quota of the embedded etcd (e.g. 512Mi, 8Gi); past it, writes that add data get 507 until space is freed. With --etcd-endpoints the cluster's own quota applies")
 	f.memory.add(cmd)
+	fs.StringVar(&f.runtimeDir, "runtime-dir", "", "where the commands the controllers run keep their workspaces, state and logs "+
+		"(default "+rtlocal.DefaultRoot+", which units running as users of their own can pass through; <data-dir>/runtime with --runtime-isolation=none)")
+	f.runtimeIsolation.AddFlags(fs)
 	return cmd
 }
 
@@ -200,6 +207,10 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	if err != nil {
 		return err
 	}
+	isolation, err := f.runtimeIsolation.Isolation()
+	if err != nil {
+		return err
+	}
 	opts := daemon.Options{
 		Listen: f.listen, AdvertiseURL: f.advertiseURL, DataDir: f.dataDir, EtcdEndpoints: endpoints,
 		TLSCertFile: f.tlsCertFile, TLSKeyFile: f.tlsKeyFile, InsecureHTTP: f.insecureHTTP,
@@ -209,6 +220,7 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 		BodyReadTimeout: f.requestBodyTimeout, StoreTimeout: f.storeTimeout,
 		NamespaceMaxObjects: nsObjects, NamespaceMaxBytes: nsBytes,
 		Logger: log, MaxTxnOps: f.etcdMaxTxnOps, StoreQuota: quota,
+		RuntimeDir: f.runtimeDir, RuntimeIsolation: isolation,
 	}
 	if err := f.memory.apply(&opts); err != nil {
 		return err

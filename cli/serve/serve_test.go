@@ -23,7 +23,8 @@ import (
 // returns it once it logs its ready line.
 func startServer(t *testing.T, bin, home, dataDir string) *clitest.Proc {
 	t.Helper()
-	cmd := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
+	cmd := exec.Command(bin, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", dataDir},
+		clitest.RuntimeFlags(t, filepath.Join(filepath.Dir(dataDir), "runtime"))...)...)
 	cmd.Env = append(os.Environ(), "HOME="+home)
 	return clitest.Start(t, cmd)
 }
@@ -112,7 +113,8 @@ func TestServer_StoreQuotaFlagSetsTheQuotaAndRefusesBadSizes(t *testing.T) {
 	}
 
 	home := t.TempDir()
-	cmd := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "data"), "--store-quota", "32Mi")
+	cmd := exec.Command(bin, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "data"), "--store-quota", "32Mi"},
+		clitest.RuntimeFlags(t, filepath.Join(t.TempDir(), "runtime"))...)...)
 	cmd.Env = append(os.Environ(), "HOME="+home)
 	srv := clitest.Start(t, cmd)
 	cfg, err := client.LoadConfig(filepath.Join(home, ".cairn", "config"))

@@ -23,7 +23,9 @@ import (
 
 func openRuntime(t *testing.T, root string) *local.Runtime {
 	t.Helper()
-	rt, err := local.New(local.Options{Root: root, KillGrace: 2 * time.Second, PollInterval: 20 * time.Millisecond})
+	testkit.UnitReachable(t)
+	rt, err := local.New(local.Options{Root: root, KillGrace: 2 * time.Second, PollInterval: 20 * time.Millisecond,
+		Isolation: local.Isolation{None: os.Geteuid() != 0}}) // units get uids of their own when the tests run as root
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +90,7 @@ func TestContainer_NonZeroExitFailsWithTheOutputsTail(t *testing.T) {
 
 func TestContainer_DeletionRunsTheDeleteCommandOnce(t *testing.T) {
 	e := start(t)
-	mark := filepath.Join(t.TempDir(), "uninstalled")
+	mark := filepath.Join(testkit.UnitWritableDir(t), "uninstalled")
 	e.Execution("app", []api.DeployItemTemplate{item("db", `true`, `echo "$CAIRN_DEPLOYITEM" >> "$MARK"`, map[string]string{"MARK": mark})})
 	e.WaitExecution("app", api.DeploySucceeded)
 	if _, err := os.Stat(mark); err == nil {
@@ -153,7 +155,7 @@ func readPid(t *testing.T, path string) int {
 
 func TestContainer_AbortKillsTheProcessGroup(t *testing.T) {
 	e := start(t)
-	pidfile := filepath.Join(t.TempDir(), "pid")
+	pidfile := filepath.Join(testkit.UnitWritableDir(t), "pid")
 	e.Execution("app", []api.DeployItemTemplate{item("db", backgroundChild, "", map[string]string{"PIDFILE": pidfile})})
 	pid := readPid(t, pidfile)
 	e.Patch(api.KindDeployItem, "app-db", `{"metadata":{"annotations":{"cairn.dev/operation":"abort"}}}`)
@@ -168,7 +170,7 @@ func TestContainer_AbortKillsTheProcessGroup(t *testing.T) {
 func TestContainer_ProgressingTimeoutKillsTheProcessGroup(t *testing.T) {
 	rt := openRuntime(t, filepath.Join(t.TempDir(), "runtime"))
 	e := deploytest.Start(t, deploytest.Options{Runtime: rt}, ctrls(deployitem.Timeouts{Progressing: 2 * time.Second})...)
-	pidfile := filepath.Join(t.TempDir(), "pid")
+	pidfile := filepath.Join(testkit.UnitWritableDir(t), "pid")
 	e.Execution("app", []api.DeployItemTemplate{item("db", backgroundChild, "", map[string]string{"PIDFILE": pidfile})})
 	pid := readPid(t, pidfile)
 	e.WaitItem("app-db", "aborted by the progressing timeout", func(d api.DeployItem) bool {
@@ -182,7 +184,7 @@ func TestContainer_RestartNeverRunsAnItemTwiceForOneGeneration(t *testing.T) {
 	rt := openRuntime(t, root)
 	e := deploytest.Start(t, deploytest.Options{})
 	stop := e.Run(deploytest.Options{Runtime: rt}, ctrls(deploytest.NoTimeouts())...)
-	dir := t.TempDir()
+	dir := testkit.UnitWritableDir(t)
 	runs, release := filepath.Join(dir, "runs"), filepath.Join(dir, "release")
 	script := `echo run >> "$RUNS"; while [ ! -f "$RELEASE" ]; do sleep 0.05; done; echo '{"ok":true}' > "$CAIRN_EXPORTS"`
 	e.Execution("app", []api.DeployItemTemplate{item("db", script, "", map[string]string{"RUNS": runs, "RELEASE": release})})

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 // runOwner opens a Runtime on the shared root, starts one unit, says
 // "ready <phase>" on stdout and then waits to be killed.
 func runOwner(id string) int {
-	rt, err := local.New(local.Options{Root: os.Getenv(ownerRootEnv), PollInterval: 20 * time.Millisecond})
+	rt, err := local.New(local.Options{Root: os.Getenv(ownerRootEnv), PollInterval: 20 * time.Millisecond, Isolation: isolation()})
 	if err != nil {
 		fmt.Println("error", err)
 		return 1
@@ -60,6 +60,7 @@ func runOwner(id string) int {
 // returns it for the test to kill.
 func startOwner(t *testing.T, root, id, script string, env []string) *exec.Cmd {
 	t.Helper()
+	testkit.UnitReachable(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = []string{ownerEnv + "=" + id, ownerRootEnv + "=" + root, ownerScriptEnv + "=" + script,
 		ownerUnitEnv + "=" + strings.Join(env, "\n")}
@@ -92,7 +93,8 @@ func killOwner(t *testing.T, cmd *exec.Cmd) {
 // whatever still runs and closes it.
 func newRuntime(t *testing.T, root string, grace time.Duration) *local.Runtime {
 	t.Helper()
-	rt, err := local.New(local.Options{Root: root, KillGrace: grace, PollInterval: 20 * time.Millisecond})
+	testkit.UnitReachable(t)
+	rt, err := local.New(local.Options{Root: root, KillGrace: grace, PollInterval: 20 * time.Millisecond, Isolation: isolation()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +108,13 @@ func newRuntime(t *testing.T, root string, grace time.Duration) *local.Runtime {
 		_ = rt.Close()
 	})
 	return rt
+}
+
+// isolation is the runtime's default (a uid of its own per unit) when the
+// tests run as root, as they do in CI; otherwise no user can be switched to,
+// and the tests run units as their own user.
+func isolation() local.Isolation {
+	return local.Isolation{None: os.Geteuid() != 0}
 }
 
 // unitEnv is a unit environment with a PATH and the given extras.

@@ -8,7 +8,11 @@
 //	<root>/units/<id>/log        combined stdout and stderr
 //	<root>/units/<id>/workspace/ the unit's working tree (removed by Cleanup)
 //
-// Directories are 0700, files 0600. Each unit runs under a small supervisor
+// Files are 0600. Directories are 0700, except, when units run as users of
+// their own (isolation.go), the root, units/ and each units/<id>/, which are
+// 0711 so that a unit can pass through them to its workspace (owned by its
+// user, 0700) without listing them; the root must then be reachable that way
+// from / (New checks it). Each unit runs under a small supervisor
 // (this binary, started again; see supervisor.go) that records its exit
 // status, so units outlive the owning process: a new Runtime over the same
 // root finds running units again, learns the real exit code of those that
@@ -50,6 +54,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock for the times the owner records; default time.Now.
 	Now func() time.Time
+	// Isolation says whom units run as; the zero value gives each a uid
+	// of its own and needs root (see Isolation).
+	Isolation Isolation
 }
 
 // Runtime runs units as local processes. Create it with New; it is safe for
@@ -62,6 +69,8 @@ type Runtime struct {
 	trash    string // <root>/trash
 	exe      string // the supervisor binary, shown in ps
 	lockFile *os.File
+	runAs    runAs
+	uids     *uidPool // nil unless units get uids of their own
 
 	mu       sync.Mutex
 	byID     map[string]*unit
@@ -79,7 +88,9 @@ var _ runtime.Runtime = (*Runtime)(nil)
 // New opens the root, takes its lock and recovers the units found there:
 // units still running are watched again, units that ended while nobody
 // watched get their recorded outcome, units that vanished are marked Lost.
-// Errors: ErrLocked if another Runtime owns the root; I/O errors.
+// Errors: ErrLocked if another Runtime owns the root; ErrNotRoot,
+// ErrBadIsolation or ErrUnreachable when units cannot be isolated as
+// opts.Isolation asks; I/O errors.
 func New(opts Options) (*Runtime, error) {
 	if opts.Root == "" {
 		return nil, errors.New("local: Options.Root is required")
@@ -111,13 +122,11 @@ func New(opts Options) (*Runtime, error) {
 		children: map[int]procID{},
 		done:     make(chan struct{}),
 	}
-	for _, d := range []string{opts.Root, r.units, r.trash} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("local: %w", err)
-		}
-		if err := os.Chmod(d, 0o700); err != nil {
-			return nil, fmt.Errorf("local: %w", err)
-		}
+	if r.runAs, err = resolve(opts.Isolation, os.Geteuid()); err != nil {
+		return nil, err
+	}
+	if err := r.makeDirs(); err != nil {
+		return nil, err
 	}
 	if err := r.takeLock(); err != nil {
 		return nil, err
@@ -131,6 +140,42 @@ func New(opts Options) (*Runtime, error) {
 	r.wg.Add(1)
 	go r.monitor(ctx)
 	return r, nil
+}
+
+// makeDirs creates the root's directories with their modes and, when units
+// run as other users, checks that they can reach their workspaces and opens
+// the uid claims.
+func (r *Runtime) makeDirs() error {
+	if r.runAs.none {
+		for _, d := range []string{r.opts.Root, r.units, r.trash} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				return fmt.Errorf("local: %w", err)
+			}
+			if err := os.Chmod(d, 0o700); err != nil {
+				return fmt.Errorf("local: %w", err)
+			}
+		}
+		return nil
+	}
+	for _, d := range []struct {
+		path string
+		perm os.FileMode
+	}{{r.opts.Root, 0o711}, {r.units, 0o711}, {r.trash, 0o700}} {
+		if err := secureDir(d.path, d.perm); err != nil {
+			return err
+		}
+	}
+	if err := checkReachable(r.opts.Root); err != nil {
+		return err
+	}
+	if r.runAs.shared == nil {
+		pool, err := openPool(r.runAs.uids, r.runAs.claimDir)
+		if err != nil {
+			return err
+		}
+		r.uids = pool
+	}
+	return nil
 }
 
 func (r *Runtime) takeLock() error {

@@ -84,8 +84,12 @@ func TestLocal_FilesAndWorkingDirAreInThePrivateWorkspace(t *testing.T) {
 	if got := readLogs(t, rt, "files"); got != want {
 		t.Fatalf("log = %q, want %q", got, want)
 	}
+	passable := os.FileMode(0o711) // the unit's user passes through to its workspace
+	if isolation().None {
+		passable = 0o700
+	}
 	for path, perm := range map[string]os.FileMode{
-		root: 0o700, filepath.Join(root, "units", "files"): 0o700, ws: 0o700,
+		root: passable, filepath.Join(root, "units", "files"): passable, ws: 0o700,
 		filepath.Join(ws, "conf"): 0o700, filepath.Join(ws, "conf", "app.json"): 0o600,
 		filepath.Join(ws, "token"): 0o600, filepath.Join(ws, "sub", "dir"): 0o700,
 		filepath.Join(root, "units", "files", "log"): 0o600,
@@ -130,7 +134,7 @@ func TestLocal_MissingExecutableFailsWithReason(t *testing.T) {
 	if err := os.WriteFile(plain, []byte("echo hi\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(junk, []byte{0, 1, 2, 3}, 0o700); err != nil {
+	if err := os.WriteFile(junk, []byte{0, 1, 2, 3}, 0o755); err != nil { // executable by the unit's user
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -214,7 +218,7 @@ func TestLocal_StartTwiceIsErrExists(t *testing.T) {
 
 func TestLocal_KillEndsProcessTree(t *testing.T) {
 	rt := newRuntime(t, t.TempDir(), 5*time.Second)
-	pidFile := filepath.Join(t.TempDir(), "grandchild")
+	pidFile := filepath.Join(testkit.UnitWritableDir(t), "grandchild")
 	spec := shSpec("tree", `sh child.sh & wait`, "PIDFILE="+pidFile)
 	spec.Files = map[string][]byte{"child.sh": []byte("sleep 300 &\necho $! > \"$PIDFILE\"\nwait\n")}
 	mustStart(t, rt, spec)
@@ -377,11 +381,12 @@ func TestLocal_ListReportsEveryUnitInOrder(t *testing.T) {
 
 func TestLocal_SecondOwnerOfRootIsRefused(t *testing.T) {
 	root := t.TempDir()
-	rt, err := local.New(local.Options{Root: root})
+	testkit.UnitReachable(t)
+	rt, err := local.New(local.Options{Root: root, Isolation: isolation()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := local.New(local.Options{Root: root}); !errors.Is(err, local.ErrLocked) {
+	if _, err := local.New(local.Options{Root: root, Isolation: isolation()}); !errors.Is(err, local.ErrLocked) {
 		t.Fatalf("second New: %v, want ErrLocked", err)
 	}
 	if err := rt.Close(); err != nil {
@@ -390,7 +395,7 @@ func TestLocal_SecondOwnerOfRootIsRefused(t *testing.T) {
 	if _, err := rt.List(testkit.Context(t)); !errors.Is(err, runtime.ErrClosed) {
 		t.Fatalf("List after Close: %v, want ErrClosed", err)
 	}
-	rt2, err := local.New(local.Options{Root: root})
+	rt2, err := local.New(local.Options{Root: root, Isolation: isolation()})
 	if err != nil {
 		t.Fatalf("New after Close: %v", err)
 	}

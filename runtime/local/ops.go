@@ -84,6 +84,9 @@ func (r *Runtime) Cleanup(ctx context.Context, id string) error {
 	if err := r.kill(ctx, u); err != nil {
 		return err
 	}
+	if err := r.reapOwn(u); err != nil {
+		return err
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.removed {
@@ -95,6 +98,31 @@ func (r *Runtime) Cleanup(ctx context.Context, id string) error {
 	rec := u.rec
 	rec.CleanedUp = true
 	r.commit(u, rec)
+	return r.releaseOwn(u.dir, rec.User)
+}
+
+// reapOwn kills whatever still runs as the unit's own uid (processes that
+// left its process group), before the uid is given back. Errors: the
+// reaper could not run.
+func (r *Runtime) reapOwn(u *unit) error {
+	rec, _, _ := u.snapshot()
+	if !rec.User.Own || rec.CleanedUp {
+		return nil
+	}
+	if err := reap(credential{UID: rec.User.UID, GID: rec.User.GID}); err != nil {
+		return fmt.Errorf("local: cleanup of %s: %w", u.id, err)
+	}
+	return nil
+}
+
+// releaseOwn gives the unit's own uid back to the range.
+func (r *Runtime) releaseOwn(dir string, user unitUser) error {
+	if !user.Own || r.uids == nil {
+		return nil
+	}
+	if err := r.uids.release(user.UID, dir); err != nil {
+		return fmt.Errorf("local: release uid %d: %w", user.UID, err)
+	}
 	return nil
 }
 
@@ -109,6 +137,9 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 	if err := r.kill(ctx, u); err != nil {
 		return err
 	}
+	if err := r.reapOwn(u); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	if r.byID[id] != u {
 		r.mu.Unlock()
@@ -120,6 +151,7 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 	u.changed = make(chan struct{})
 	u.mu.Unlock()
 	delete(r.byID, id)
+	rec, _, _ := u.snapshot()
 	// Moved out of the way at once, so that the ID is free while the files
 	// are deleted.
 	trash := filepath.Join(r.trash, id+"."+strconv.FormatInt(time.Now().UnixNano(), 36))
@@ -129,14 +161,14 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 		if err != nil {
 			return fmt.Errorf("local: remove %s: %w", id, err)
 		}
-		return nil
+		return r.releaseOwn(u.dir, rec.User)
 	}
 	r.mu.Unlock()
 	err = os.RemoveAll(trash)
 	if err != nil {
 		return fmt.Errorf("local: remove %s: %w", id, err)
 	}
-	return nil
+	return r.releaseOwn(u.dir, rec.User)
 }
 
 // ReadFile reads a file from the unit's workspace, through an os.Root so

@@ -44,7 +44,7 @@ func TestLocal_RunningUnitIsFoundAfterOwnerRestart(t *testing.T) {
 }
 
 func TestLocal_RecoveredUnitCanBeKilled(t *testing.T) {
-	root, pidFile := t.TempDir(), filepath.Join(t.TempDir(), "pids")
+	root, pidFile := t.TempDir(), filepath.Join(testkit.UnitWritableDir(t), "pids")
 	killOwner(t, startOwner(t, root, "victim", `sleep 300 & echo $! > "$PIDFILE"; wait`, unitEnv("PIDFILE="+pidFile)))
 	child := readPids(t, pidFile, 1)[0]
 
@@ -60,7 +60,7 @@ func TestLocal_RecoveredUnitCanBeKilled(t *testing.T) {
 }
 
 func TestLocal_UnitEndedWhileOwnerDownReportsRealExitCode(t *testing.T) {
-	root, tmp := t.TempDir(), t.TempDir()
+	root, tmp := t.TempDir(), testkit.UnitWritableDir(t)
 	gate, pidFile := filepath.Join(tmp, "gate"), filepath.Join(tmp, "pids")
 	owner := startOwner(t, root, "ended", `echo $PPID > "$PIDFILE"; `+gateScript(5),
 		unitEnv("GATE="+gate, "PIDFILE="+pidFile))
@@ -94,7 +94,7 @@ func TestLocal_UnitKilledWhileOwnerDownIsNotRunning(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			root, pidFile := t.TempDir(), filepath.Join(t.TempDir(), "pids")
+			root, pidFile := t.TempDir(), filepath.Join(testkit.UnitWritableDir(t), "pids")
 			owner := startOwner(t, root, "doomed", `echo $$ $PPID > "$PIDFILE"; sleep 300`, unitEnv("PIDFILE="+pidFile))
 			pids := readPids(t, pidFile, 2)
 			command, supervisor := pids[0], pids[1]

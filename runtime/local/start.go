@@ -30,7 +30,9 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.State, 
 		return runtime.State{}, err
 	}
 	defer r.inflight.Done()
-	err = r.launch(ctx, u, spec)
+	if rec, _, _ := u.snapshot(); !rec.State.Phase.Done() { // Failed already when no uid was free
+		err = r.launch(ctx, u, spec)
+	}
 	u.mu.Lock()
 	u.starting = false
 	u.mu.Unlock()
@@ -53,7 +55,9 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.Spec) (runtime.State, 
 }
 
 // reserve takes the unit's ID, on disk and in memory, or returns
-// runtime.ErrExists. The unit is Pending and marked as starting.
+// runtime.ErrExists. The unit is Pending and marked as starting, with the
+// user it is to run as in its record; if no uid of its own is free, it is
+// Failed at once.
 func (r *Runtime) reserve(id string) (*unit, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -64,21 +68,51 @@ func (r *Runtime) reserve(id string) (*unit, error) {
 		return nil, fmt.Errorf("%w: %s", runtime.ErrExists, id)
 	}
 	u := newUnit(id, filepath.Join(r.units, id))
-	if err := os.Mkdir(u.dir, 0o700); err != nil {
+	perm := os.FileMode(0o700)
+	if !r.runAs.none {
+		perm = 0o711 // its user passes through to the workspace
+	}
+	if err := os.Mkdir(u.dir, perm); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("%w: %s", runtime.ErrExists, id)
 		}
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	u.rec = record{ID: id, State: runtime.State{Phase: runtime.PhasePending}}
-	u.starting = true
-	if err := writeJSON(filepath.Join(u.dir, stateFile), u.rec); err != nil {
+	if err := os.Chmod(u.dir, perm); err != nil {
 		_ = os.RemoveAll(u.dir)
 		return nil, fmt.Errorf("local: %w", err)
 	}
+	u.rec = record{ID: id, State: runtime.State{Phase: runtime.PhasePending}}
+	if err := r.recordUser(u); err != nil {
+		_ = os.RemoveAll(u.dir)
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	u.starting = true
 	r.byID[id] = u
 	r.inflight.Add(1)
 	return u, nil
+}
+
+// recordUser chooses whom u runs as and writes u's first record, which
+// names that user: a uid of its own is claimed only together with the
+// record (see uidPool.claim). With no free uid the record says Failed.
+func (r *Runtime) recordUser(u *unit) error {
+	write := func() error { return writeJSON(filepath.Join(u.dir, stateFile), u.rec) }
+	switch {
+	case r.runAs.shared != nil:
+		u.rec.User = unitUser{UID: r.runAs.shared.UID, GID: r.runAs.shared.GID}
+	case r.uids != nil:
+		_, err := r.uids.claim(u.dir, func(uid uint32) error {
+			u.rec.User = unitUser{UID: uid, GID: uid, Own: true}
+			return write()
+		})
+		if !errors.Is(err, errNoUID) {
+			return err
+		}
+		u.rec.User = unitUser{}
+		u.rec.State = runtime.State{Phase: runtime.PhaseFailed, ExitCode: -1, Reason: err.Error(), Ended: r.opts.Now()}
+	}
+	return write()
 }
 
 // launch prepares the workspace and hands the command to a new supervisor.
@@ -94,8 +128,10 @@ func (r *Runtime) launch(ctx context.Context, u *unit, spec runtime.Spec) error 
 		r.commit(u, rec)
 		return nil
 	}
+	rec, _, _ := u.snapshot()
+	user := rec.User.credential()
 	ws := filepath.Join(u.dir, workspaceName)
-	dir, err := prepareWorkspace(ws, spec)
+	dir, err := prepareWorkspace(ws, spec, user)
 	if err != nil {
 		return failed("cannot prepare the workspace: %v", err)
 	}
@@ -154,12 +190,12 @@ func (r *Runtime) launch(ctx context.Context, u *unit, spec runtime.Spec) error 
 	// The supervisor is on record before the command is launched, so a
 	// restarted owner can tell "never launched" from "launched".
 	u.mu.Lock()
-	rec := u.rec
+	rec = u.rec
 	rec.Supervisor = sup
 	r.commit(u, rec)
 	u.mu.Unlock()
 
-	if err := json.NewEncoder(launchW).Encode(launch{Path: exe, Argv: spec.Argv, Env: env, Dir: dir}); err != nil {
+	if err := json.NewEncoder(launchW).Encode(launch{Path: exe, Argv: spec.Argv, Env: env, Dir: dir, User: user}); err != nil {
 		r.log.Warn("cannot hand the launch to the supervisor", "unit", u.id, "err", err)
 	}
 	_ = launchW.Close()
@@ -187,10 +223,35 @@ func unitEnv(spec runtime.Spec, ws string) []string {
 }
 
 // prepareWorkspace creates the workspace (0700), writes the spec's files
-// (0600, parents 0700) and the working directory, and returns the working
-// directory's absolute path. All writes go through an os.Root, so nothing
-// lands outside the workspace.
-func prepareWorkspace(ws string, spec runtime.Spec) (string, error) {
+// (0600, parents 0700) and the working directory, gives all of it to user
+// (unless nil), and returns the working directory's absolute path. All
+// writes go through an os.Root, so nothing lands outside the workspace.
+func prepareWorkspace(ws string, spec runtime.Spec, user *credential) (string, error) {
+	dir, err := fillWorkspace(ws, spec)
+	if err != nil || user == nil {
+		return dir, err
+	}
+	// Nobody but this process could write in the workspace yet (it is
+	// 0700, root's, under root's directory), so the walk meets only what
+	// was just written. The workspace itself is given last.
+	err = filepath.WalkDir(ws, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil || p == ws {
+			return err
+		}
+		return os.Lchown(p, int(user.UID), int(user.GID))
+	})
+	if err == nil {
+		err = os.Lchown(ws, int(user.UID), int(user.GID))
+	}
+	if err != nil {
+		return "", fmt.Errorf("give the workspace to uid %d: %w", user.UID, err)
+	}
+	return dir, nil
+}
+
+// fillWorkspace creates the workspace, its files and its working directory,
+// as prepareWorkspace says.
+func fillWorkspace(ws string, spec runtime.Spec) (string, error) {
 	if err := os.Mkdir(ws, 0o700); err != nil {
 		return "", err
 	}

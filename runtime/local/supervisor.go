@@ -46,8 +46,14 @@ const (
 // of a supervisor holds nothing else, so an ordinary start of the binary
 // never gets here.
 func init() {
-	if len(os.Args) == 3 && os.Args[1] == supervisorArg && os.Getenv(supervisorEnv) == supervisorProtocol {
+	if os.Getenv(supervisorEnv) != supervisorProtocol {
+		return
+	}
+	switch {
+	case len(os.Args) == 3 && os.Args[1] == supervisorArg:
 		os.Exit(supervise(os.Args[2]))
+	case len(os.Args) == 4 && os.Args[1] == reaperArg:
+		os.Exit(runReaper(os.Args[2:]))
 	}
 }
 
@@ -58,6 +64,9 @@ type launch struct {
 	Argv []string `json:"argv"`
 	Env  []string `json:"env"`
 	Dir  string   `json:"dir"`
+	// User, when set, is whom the command runs as, with no supplementary
+	// groups; the supervisor itself stays root.
+	User *credential `json:"user,omitempty"`
 }
 
 // report is the supervisor's answer: the command's identity, or why it did
@@ -120,15 +129,19 @@ func supervise(unitDir string) int {
 	if err != nil {
 		return fail(fmt.Sprintf("cannot open %s: %v", os.DevNull, err))
 	}
+	sys := &syscall.SysProcAttr{Setpgid: true}
+	if l.User != nil {
+		sys.Credential = &syscall.Credential{Uid: l.User.UID, Gid: l.User.GID, Groups: []uint32{}}
+	}
 	p, err := os.StartProcess(l.Path, l.Argv, &os.ProcAttr{
 		Dir:   l.Dir,
 		Env:   l.Env,
 		Files: []*os.File{devnull, os.Stdout, os.Stderr},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Sys:   sys,
 	})
 	_ = devnull.Close()
 	if err != nil {
-		return fail(startReason(l.Path, err))
+		return fail(startReason(l.Path, l.User, err))
 	}
 	boot := bootID()
 	id, err := identify(p.Pid, boot) // an unreaped child: always readable
@@ -165,11 +178,15 @@ func supervise(unitDir string) int {
 	return 0
 }
 
-// startReason explains why the command could not be started.
-func startReason(path string, err error) string {
+// startReason explains why the command could not be started, as whom.
+func startReason(path string, user *credential, err error) string {
 	var perr *os.PathError
 	if errors.As(err, &perr) {
 		err = perr.Err
+	}
+	if user != nil && errors.Is(err, syscall.EACCES) {
+		return fmt.Sprintf("cannot start %q: %v: the unit runs as uid %d, which must be able to execute it "+
+			"and to pass through every directory above it and above its working directory", path, err, user.UID)
 	}
 	return fmt.Sprintf("cannot start %q: %v", path, err)
 }

@@ -20,6 +20,24 @@ type record struct {
 	// Process is the command; its pid is also its process group.
 	Process   procID `json:"process,omitzero"`
 	CleanedUp bool   `json:"cleanedUp,omitempty"`
+	// User is whom the command runs as; zero: the owner's own user.
+	User unitUser `json:"user,omitzero"`
+}
+
+// unitUser is the user a unit runs as. Own: the uid is the unit's own,
+// claimed from the range (uids.go) until its workspace is cleaned up.
+type unitUser struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
+	Own bool   `json:"own,omitempty"`
+}
+
+// credential returns the user to run as, or nil for the owner's own.
+func (u unitUser) credential() *credential {
+	if u == (unitUser{}) {
+		return nil
+	}
+	return &credential{UID: u.UID, GID: u.GID}
 }
 
 // unit is one unit in memory. Lock order: Runtime.mu before unit.mu.
