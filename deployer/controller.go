@@ -156,7 +156,7 @@ func (k *Controller) pickup(ctx context.Context, key string, item *Item) (contro
 	d := item.DeployItem
 	st := d.Status
 	st.Phase, st.ObservedGeneration, st.LastError, st.ExportRef = api.DeployProgressing, d.Generation, nil, ""
-	st.LastReconcileTime = nextReconcileTime(k.opts.Now(), d.Status.LastReconcileTime)
+	st.LastReconcileTime = nextReconcileTime(k.opts.Now(), d)
 	d.Status = st
 	if err := k.resolve(ctx, item); err != nil && !errors.Is(err, api.ErrNotFound) {
 		return controller.Result{}, err
@@ -183,13 +183,23 @@ func (k *Controller) pickup(ctx context.Context, key string, item *Item) (contro
 	return k.work(ctx, key, item)
 }
 
-// nextReconcileTime is now to the second, or a second after last when
-// that is not later: each pickup (and each uninstall attempt) gets a time
-// of its own, which names its run.
-func nextReconcileTime(now, last time.Time) time.Time {
+// nextReconcileTime is the item's next lastReconcileTime: now to the
+// second, or a second after the last one when that is not later, so that
+// each pickup (and each uninstall attempt) gets a time of its own, which
+// names its run; and never before the reconcile-time annotation it
+// answers (rounded up to the second), so that the timeout controller sees
+// the request picked up.
+func nextReconcileTime(now time.Time, d *api.DeployItem) time.Time {
+	last := d.Status.LastReconcileTime
 	t := now.UTC().Truncate(time.Second)
 	if !t.After(last) {
 		t = last.Add(time.Second)
+	}
+	if asked, err := time.Parse(time.RFC3339, d.Annotations[api.AnnotationReconcileTime]); err == nil && t.Before(asked) {
+		t = asked.UTC().Truncate(time.Second)
+		if t.Before(asked) {
+			t = t.Add(time.Second)
+		}
 	}
 	return t
 }
@@ -314,7 +324,10 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 		}
 		return controller.Result{}, k.release(ctx, key, item)
 	}
-	if d.Status.Phase == api.DeployFailed && d.Status.LastError != nil && d.Status.LastError.Reason == ReasonUninstallFailed {
+	if d.Annotations[api.AnnotationOperation] == api.OperationAbort {
+		return controller.Result{}, k.abortUninstall(ctx, key, item)
+	}
+	if uninstallStopped(d) {
 		if d.Annotations[api.AnnotationOperation] != api.OperationReconcile {
 			trace.Exit(ctx, "the uninstall failed: %s (set %s: \"true\" to delete without it, or the reconcile operation to retry it)",
 				d.Status.LastError.Message, api.AnnotationDeleteWithoutUninstall)
@@ -322,7 +335,7 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 		}
 		// A retry: a new lastReconcileTime identifies a new attempt.
 		d.Status.Phase, d.Status.LastError = api.DeployDeleting, nil
-		d.Status.LastReconcileTime = nextReconcileTime(k.opts.Now(), d.Status.LastReconcileTime)
+		d.Status.LastReconcileTime = nextReconcileTime(k.opts.Now(), d)
 		if err := k.writeStatus(ctx, key, d); err != nil {
 			return controller.Result{}, err
 		}
@@ -363,6 +376,48 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 	}
 	trace.Action(ctx, "uninstalled")
 	return controller.Result{}, k.release(ctx, key, item)
+}
+
+// uninstallStopped reports whether the item's uninstall failed, was
+// aborted, or timed out aborting: it waits for the way out the message
+// names (delete-without-uninstall) or a retry (the reconcile operation).
+func uninstallStopped(d *api.DeployItem) bool {
+	if d.Status.Phase != api.DeployFailed || d.Status.LastError == nil {
+		return false
+	}
+	r := d.Status.LastError.Reason
+	return r == ReasonUninstallFailed || r == api.ReasonAbortingTimeout
+}
+
+// abortUninstall honours an abort during the deletion (asked by hand, or
+// by the progressing timeout): it stops the uninstall, fails the item
+// naming the ways out, and removes the abort annotations.
+func (k *Controller) abortUninstall(ctx context.Context, key string, item *Item) error {
+	d := item.DeployItem
+	if err := k.d.Abort(ctx, item); err != nil {
+		return fmt.Errorf("deployer: abort the uninstall of %s: %w", key, err)
+	}
+	why := "the uninstall was aborted by the abort operation annotation"
+	if d.Annotations[api.AnnotationAbortTimeout] == "true" {
+		why = "the uninstall did not finish within the progressing timeout and was aborted"
+	}
+	msg := fmt.Sprintf("%s; annotate %s: \"true\" to delete the item without its uninstall, or set the reconcile operation to try it again",
+		why, api.AnnotationDeleteWithoutUninstall)
+	d.Status.Phase = api.DeployFailed
+	d.Status.LastError = &api.LastError{Reason: ReasonUninstallFailed, Message: msg, Time: k.opts.Now().UTC()}
+	if err := k.writeStatus(ctx, key, d); err != nil {
+		return err
+	}
+	trace.Action(ctx, "stopped the uninstall: %s", why)
+	d.Annotations = maps.Clone(d.Annotations)
+	for _, a := range []string{api.AnnotationOperation, api.AnnotationAbortTime, api.AnnotationAbortTimeout} {
+		delete(d.Annotations, a)
+	}
+	if err := k.update(ctx, key, d); err != nil {
+		return err
+	}
+	trace.Exit(ctx, "Failed: %s", msg)
+	return nil
 }
 
 // Reasons in a deploy item's lastError set by the library.

@@ -22,6 +22,8 @@ type recorder struct {
 	released map[string]bool // item names whose runs may end
 	deletes  map[string]int  // uninstalls by item name
 	aborts   int
+	// hangDelete names the items whose uninstall never ends by itself.
+	hangDelete map[string]bool
 }
 
 func newRecorder() *recorder {
@@ -49,6 +51,9 @@ func (r *recorder) Delete(_ context.Context, item *deployer.Item) (deployer.Outc
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.deletes[item.Name]++
+	if r.hangDelete[item.Name] {
+		return deployer.InProgress(0), nil
+	}
 	return deployer.Succeeded(nil), nil
 }
 
@@ -207,4 +212,28 @@ func TestDeployer_MissingTargetFailsTheItemNamingIt(t *testing.T) {
 	if runs, _ := r.counts(); runs != 0 {
 		t.Fatalf("%d runs without a target", runs)
 	}
+}
+
+func TestDeployer_AbortDuringTheUninstallFailsTheItemNamingTheWayOut(t *testing.T) {
+	r := newRecorder()
+	r.hangDelete = map[string]bool{"x": true}
+	e := start(t, r)
+	r.release("x")
+	r.item(e, "x")
+	e.WaitItem("x", "Succeeded", func(d api.DeployItem) bool { return d.Status.Phase == api.DeploySucceeded })
+	e.Delete(api.KindDeployItem, "x")
+	e.WaitItem("x", "Deleting", func(d api.DeployItem) bool { return d.Status.Phase == api.DeployDeleting })
+	e.Patch(api.KindDeployItem, "x", `{"metadata":{"annotations":{"cairn.dev/operation":"abort"}}}`)
+	d := e.WaitItem("x", "the uninstall aborted", func(d api.DeployItem) bool {
+		_, asked := d.Annotations[api.AnnotationOperation]
+		return !asked && d.Status.Phase == api.DeployFailed && d.Status.LastError != nil
+	})
+	if e := d.Status.LastError; e.Reason != deployer.ReasonUninstallFailed || !strings.Contains(e.Message, api.AnnotationDeleteWithoutUninstall) {
+		t.Fatalf("lastError %+v: want %s naming %s", e, deployer.ReasonUninstallFailed, api.AnnotationDeleteWithoutUninstall)
+	}
+	if _, aborts := r.counts(); aborts != 1 {
+		t.Fatalf("%d aborts, want 1", aborts)
+	}
+	e.Patch(api.KindDeployItem, "x", `{"metadata":{"annotations":{"cairn.dev/delete-without-uninstall":"true"}}}`)
+	e.WaitGone(api.KindDeployItem, "x")
 }

@@ -58,13 +58,13 @@ type Decision struct {
 
 // Check runs the seed's core reconciliation logic of deploy items: the
 // pickup, aborting and progressing timeout checks, in that order, each of
-// which may end the item's flow, and the earliest requeue time.
+// which may end the item's flow, and the earliest requeue time. An item
+// being deleted is checked too (Deleting is not final): its uninstall is
+// bounded by the progressing timeout, counted from the deletion (or a
+// later retry), and an abort that no deployer carries out by the aborting
+// timeout.
 func Check(d *api.DeployItem, now time.Time, t Timeouts) Decision {
 	var dec Decision
-	if d.Deleting() {
-		dec.Steps = append(dec.Steps, "being deleted: no timeouts apply")
-		return dec
-	}
 	if done := pickup(d, now, t.Pickup, &dec); done {
 		return dec
 	}
@@ -95,12 +95,12 @@ func pickup(d *api.DeployItem, now time.Time, timeout time.Duration, dec *Decisi
 	if timeout <= 0 {
 		return false
 	}
-	if failedWith(d, api.ReasonPickupTimeout) {
-		dec.step("pickup: already failed with a pickup timeout")
-		return true
-	}
 	raw, ok := d.Annotations[api.AnnotationReconcileTime]
 	if !ok {
+		if failedWith(d, api.ReasonPickupTimeout) {
+			dec.step("pickup: already failed with a pickup timeout")
+			return true
+		}
 		dec.step("pickup: no %s annotation (picked up, or never asked for)", api.AnnotationReconcileTime)
 		return false
 	}
@@ -108,6 +108,13 @@ func pickup(d *api.DeployItem, now time.Time, timeout time.Duration, dec *Decisi
 	if err != nil {
 		dec.step("pickup: %s annotation %q is not an RFC 3339 time; ignored", api.AnnotationReconcileTime, raw)
 		return false
+	}
+	// A pickup timeout ends the check only for the request it timed out:
+	// a later one (a force-reconcile, a spec change, a retry) arms it again.
+	if failedWith(d, api.ReasonPickupTimeout) && !d.Status.LastError.Time.Before(at) {
+		dec.step("pickup: already failed with a pickup timeout (at %s, asked at %s)",
+			d.Status.LastError.Time.UTC().Format(time.RFC3339), raw)
+		return true
 	}
 	if last := d.Status.LastReconcileTime; !last.IsZero() && !last.Before(at) {
 		dec.step("pickup: picked up at %s", last.UTC().Format(time.RFC3339))
@@ -156,8 +163,11 @@ func aborting(d *api.DeployItem, now time.Time, timeout time.Duration, dec *Deci
 		return false
 	}
 	if now.Sub(at) >= timeout {
-		dec.Fail = &api.LastError{Reason: api.ReasonAbortingTimeout, Message: fmt.Sprintf(
-			"the deployer of type %q did not carry out the abort asked at %s within the aborting timeout of %s", d.Spec.Type, raw, timeout)}
+		msg := fmt.Sprintf("the deployer of type %q did not carry out the abort asked at %s within the aborting timeout of %s", d.Spec.Type, raw, timeout)
+		if d.Deleting() {
+			msg += fmt.Sprintf(" while it uninstalled; annotate %s: \"true\" to delete the item without its uninstall", api.AnnotationDeleteWithoutUninstall)
+		}
+		dec.Fail = &api.LastError{Reason: api.ReasonAbortingTimeout, Message: msg}
 		dec.Set = nil
 		dec.Remove = []string{api.AnnotationOperation, api.AnnotationAbortTime, api.AnnotationAbortTimeout}
 		dec.step("aborting: timed out after %s", timeout)
@@ -178,6 +188,9 @@ func progressing(d *api.DeployItem, now time.Time, t Timeouts, dec *Decision) {
 		return
 	}
 	last := d.Status.LastReconcileTime
+	if d.Deleting() && d.DeletionTimestamp.After(last) {
+		last = *d.DeletionTimestamp // the uninstall began with the deletion
+	}
 	if last.IsZero() || d.Status.Phase.Completed() {
 		dec.step("progressing: not in progress")
 		return

@@ -42,6 +42,14 @@ func timeout(d time.Duration) opt {
 
 func deleting() opt { return func(d *api.DeployItem) { d.DeletionTimestamp = &t0 } }
 
+// failedAt sets when the item's lastError was written.
+func failedAt(at time.Duration) opt {
+	return func(d *api.DeployItem) { d.Status.LastError.Time = t0.Add(at) }
+}
+
+// atNano is at with the nanoseconds, as the execution controller writes.
+func atNano(d time.Duration) string { return t0.Add(d).Format(time.RFC3339Nano) }
+
 func TestCheck_TimeoutsAndRequeueTime(t *testing.T) {
 	ts := Timeouts{Pickup: time.Minute, Aborting: 2 * time.Minute, Progressing: 10 * time.Minute}
 	for _, tc := range []struct {
@@ -65,8 +73,17 @@ func TestCheck_TimeoutsAndRequeueTime(t *testing.T) {
 		{name: "picked up before the reconcile time: pending again", now: 30 * time.Second,
 			opts:    []opt{ann(api.AnnotationReconcileTime, at(10*time.Second)), picked(0), phase(api.DeploySucceeded, "")},
 			requeue: 75 * time.Second, step: "waiting for a deployer"},
-		{name: "pickup already timed out", now: time.Hour, opts: []opt{ann(api.AnnotationReconcileTime, at(0)), phase(api.DeployFailed, api.ReasonPickupTimeout)},
+		{name: "pickup already timed out", now: time.Hour, opts: []opt{ann(api.AnnotationReconcileTime, at(0)), phase(api.DeployFailed, api.ReasonPickupTimeout), failedAt(time.Minute)},
 			requeue: -1, step: "already failed with a pickup timeout"},
+		{name: "a pickup timeout older than the request is armed again", now: 2*time.Minute + 30*time.Second,
+			opts:    []opt{ann(api.AnnotationReconcileTime, at(2*time.Minute)), phase(api.DeployFailed, api.ReasonPickupTimeout), failedAt(time.Minute)},
+			requeue: 3*time.Minute + 5*time.Second, step: "waiting for a deployer"},
+		{name: "the request after a pickup timeout times out again", now: 3 * time.Minute,
+			opts: []opt{ann(api.AnnotationReconcileTime, at(2*time.Minute)), phase(api.DeployFailed, api.ReasonPickupTimeout), failedAt(time.Minute)},
+			fail: api.ReasonPickupTimeout, requeue: -1, step: "no deployer picked it up"},
+		{name: "a pickup earlier in the same second is not this request's", now: 30 * time.Second,
+			opts:    []opt{ann(api.AnnotationReconcileTime, atNano(10*time.Second+500*time.Millisecond)), picked(10 * time.Second), phase(api.DeploySucceeded, "")},
+			requeue: 75*time.Second + 500*time.Millisecond, step: "waiting for a deployer"},
 		{name: "pickup timestamp unreadable", now: time.Hour, opts: []opt{ann(api.AnnotationReconcileTime, "yesterday")}, requeue: -1, step: "not an RFC 3339 time"},
 		{name: "abort pending: requeue at abort time + aborting + 5s", now: time.Minute,
 			opts:    []opt{ann(api.AnnotationOperation, "abort", api.AnnotationAbortTime, at(30*time.Second)), phase(api.DeployProgressing, ""), picked(0)},
@@ -94,7 +111,17 @@ func TestCheck_TimeoutsAndRequeueTime(t *testing.T) {
 		{name: "earliest of two pending timeouts", now: 10 * time.Second,
 			opts:    []opt{ann(api.AnnotationReconcileTime, at(0)), phase(api.DeployProgressing, ""), picked(0), timeout(30 * time.Second)},
 			requeue: 35 * time.Second},
-		{name: "deleting: no timeouts", now: time.Hour, opts: []opt{ann(api.AnnotationReconcileTime, at(0)), deleting()}, requeue: -1, step: "being deleted"},
+		{name: "deleting: the uninstall is pending since the deletion", now: time.Minute,
+			opts: []opt{deleting(), picked(-time.Hour), phase(api.DeployDeleting, "")}, requeue: 10*time.Minute + 5*time.Second, step: "progressing: since"},
+		{name: "deleting: an uninstall over the timeout is aborted", now: 10 * time.Minute,
+			opts: []opt{deleting(), picked(-time.Hour), phase(api.DeployDeleting, "")},
+			set:  []string{api.AnnotationAbortTime, api.AnnotationAbortTimeout, api.AnnotationOperation}, requeue: -1, step: "abort asked for"},
+		{name: "deleting: a retried uninstall counts from its retry", now: 11 * time.Minute,
+			opts: []opt{deleting(), picked(5 * time.Minute), phase(api.DeployDeleting, "")}, requeue: 15*time.Minute + 5*time.Second},
+		{name: "deleting: an abort no deployer carries out times out", now: 3 * time.Minute,
+			opts: []opt{deleting(), ann(api.AnnotationOperation, "abort", api.AnnotationAbortTime, at(0)), phase(api.DeployDeleting, ""), picked(0)},
+			fail: api.ReasonAbortingTimeout, remove: []string{api.AnnotationOperation, api.AnnotationAbortTime, api.AnnotationAbortTimeout}, requeue: -1,
+			step: "aborting: timed out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &api.DeployItem{ObjectMeta: api.ObjectMeta{Name: "x", Generation: 1, Annotations: map[string]string{}}, Spec: api.DeployItemSpec{Type: "mock"}}
@@ -141,5 +168,15 @@ func TestCheck_PickupTimeoutMessageSaysNoDeployerPickedItUp(t *testing.T) {
 	dec := Check(d, t0.Add(time.Hour), Timeouts{Pickup: time.Minute})
 	if dec.Fail == nil || !strings.Contains(dec.Fail.Message, `no deployer picked up this deploy item of type "helm"`) {
 		t.Fatalf("fail %+v", dec.Fail)
+	}
+}
+
+func TestCheck_AnUninstallThatTimesOutAbortingNamesTheWayOut(t *testing.T) {
+	d := &api.DeployItem{ObjectMeta: api.ObjectMeta{DeletionTimestamp: &t0, Annotations: map[string]string{
+		api.AnnotationOperation: "abort", api.AnnotationAbortTime: at(0)}},
+		Spec: api.DeployItemSpec{Type: "container"}, Status: api.DeployItemStatus{Phase: api.DeployDeleting, LastReconcileTime: t0}}
+	dec := Check(d, t0.Add(time.Hour), Timeouts{Aborting: time.Minute})
+	if dec.Fail == nil || !strings.Contains(dec.Fail.Message, api.AnnotationDeleteWithoutUninstall+`: "true"`) {
+		t.Fatalf("fail %+v, want it to name %s", dec.Fail, api.AnnotationDeleteWithoutUninstall)
 	}
 }

@@ -47,7 +47,9 @@ func (r *Reconciler) apply(ctx context.Context, e *api.Execution, t api.DeployIt
 	if d.Annotations == nil {
 		d.Annotations = map[string]string{}
 	}
-	d.Annotations[api.AnnotationReconcileTime] = r.opts.Now().UTC().Format(time.RFC3339)
+	// RFC 3339 with the nanoseconds: a deployer's pickup within the same
+	// second as an earlier one is not mistaken for a pickup of this request.
+	d.Annotations[api.AnnotationReconcileTime] = r.opts.Now().UTC().Format(time.RFC3339Nano)
 	if cr := d.ControllerRef(); cr == nil || cr.UID != e.UID {
 		d.OwnerReferences = append(dropController(d.OwnerReferences), api.OwnerRefTo(e, true))
 	}

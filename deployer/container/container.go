@@ -211,13 +211,19 @@ func (d *Deployer) tail(ctx context.Context, id string) string {
 // stopOthers kills the runs of the item other than keep and cleans up
 // their workspaces (their logs stay until the item is forgotten).
 func (d *Deployer) stopOthers(ctx context.Context, uid, keep string) error {
+	return d.stop(ctx, uid, keep, false)
+}
+
+// stop kills the runs of the item other than keep, and its delete runs
+// too when deletes is set, and cleans up their workspaces.
+func (d *Deployer) stop(ctx context.Context, uid, keep string, deletes bool) error {
 	units, err := d.rt.List(ctx)
 	if err != nil {
 		return fmt.Errorf("container: list units: %w", err)
 	}
 	prefix := deployer.RunPrefix(uid)
 	for _, u := range units {
-		if !strings.HasPrefix(u.ID, prefix) || u.ID == keep || strings.HasPrefix(u.ID, deletePrefix(uid)) {
+		if !strings.HasPrefix(u.ID, prefix) || u.ID == keep || (!deletes && strings.HasPrefix(u.ID, deletePrefix(uid))) {
 			continue
 		}
 		if err := d.rt.Cleanup(ctx, u.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
@@ -227,9 +233,11 @@ func (d *Deployer) stopOthers(ctx context.Context, uid, keep string) error {
 	return nil
 }
 
-// Abort kills every running run of the item with its process group.
+// Abort kills every running run of the item with its process group, its
+// uninstall's included: an abort during the deletion stops the delete
+// command (bounded so by the item's progressing timeout).
 func (d *Deployer) Abort(ctx context.Context, item *deployer.Item) error {
-	return d.stopOthers(ctx, item.UID, "")
+	return d.stop(ctx, item.UID, "", true)
 }
 
 // Delete stops every run, then runs the delete command, if any.

@@ -247,3 +247,28 @@ func TestContainer_TraceSaysWhatADeletionWaitsFor(t *testing.T) {
 	}
 	e.WaitGone(api.KindExecution, "app")
 }
+
+// An uninstall is bounded by the item's progressing timeout: a delete
+// command that hangs is aborted (its process group killed), the item fails
+// naming delete-without-uninstall as the way out, and that way out lets
+// the deletion end.
+func TestContainer_AHungUninstallIsAbortedByTheProgressingTimeout(t *testing.T) {
+	rt := openRuntime(t, filepath.Join(t.TempDir(), "runtime"))
+	e := deploytest.Start(t, deploytest.Options{Runtime: rt}, ctrls(deployitem.Timeouts{Progressing: 2 * time.Second})...)
+	pidfile := filepath.Join(testkit.UnitWritableDir(t), "pid")
+	e.Execution("app", []api.DeployItemTemplate{item("db", `true`, backgroundChild, map[string]string{"PIDFILE": pidfile})})
+	e.WaitExecution("app", api.DeploySucceeded)
+	e.Delete(api.KindExecution, "app")
+	pid := readPid(t, pidfile)
+	d := e.WaitItem("app-db", "the uninstall aborted by the progressing timeout", func(d api.DeployItem) bool {
+		_, asked := d.Annotations[api.AnnotationOperation]
+		return d.Status.Phase == api.DeployFailed && d.Status.LastError != nil && !asked &&
+			strings.Contains(d.Status.LastError.Message, "did not finish within the progressing timeout")
+	})
+	if !strings.Contains(d.Status.LastError.Message, api.AnnotationDeleteWithoutUninstall) {
+		t.Fatalf("lastError %+v: want it to name %s", d.Status.LastError, api.AnnotationDeleteWithoutUninstall)
+	}
+	testkit.Eventually(t, deploytest.Wait, "the delete command's background child killed", func() bool { return gone(pid) })
+	e.Patch(api.KindDeployItem, "app-db", `{"metadata":{"annotations":{"cairn.dev/delete-without-uninstall":"true"}}}`)
+	e.WaitGone(api.KindExecution, "app")
+}
