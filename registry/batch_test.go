@@ -261,19 +261,39 @@ func TestUpdateStatuses_CancelledMidwayCommitsEachTransactionWholeOrNotAtAll(t *
 		})
 	}
 	wg.Wait()
+	// Read every widget at one revision. A transaction whose caller gave
+	// up (the cancel) may still be applied by etcd after UpdateStatuses
+	// returned; widgets read one by one could fall on both sides of it and
+	// find a whole transaction half applied.
+	list, err := r.List(sysCtx(), testkit.KindWidget, "default", api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]*api.Object{}
+	for _, o := range list.Items {
+		stored[o.Name] = o
+	}
 	committed := 0
 	for b := range batches {
 		var wrote []bool
+		revs := map[string]bool{}
 		for _, w := range ws[b*per : (b+1)*per] {
-			o, err := r.Get(sysCtx(), testkit.KindWidget, "default", w.Name)
-			if err != nil {
-				t.Fatal(err)
+			o := stored[w.Name]
+			if o == nil {
+				t.Fatalf("widget %s is missing from the list at %s", w.Name, list.ResourceVersion)
 			}
-			wrote = append(wrote, string(o.Field(api.FieldStatus)) == fmt.Sprintf(`{"batch":%d}`, b))
+			ok := string(o.Field(api.FieldStatus)) == fmt.Sprintf(`{"batch":%d}`, b)
+			if ok {
+				revs[o.ResourceVersion] = true
+			}
+			wrote = append(wrote, ok)
+		}
+		if len(revs) > 1 {
+			t.Fatalf("batch %d was written at several revisions %v: not one transaction", b, revs)
 		}
 		for i, ok := range wrote {
 			if ok != wrote[0] {
-				t.Fatalf("batch %d is half written: %v", b, wrote)
+				t.Fatalf("batch %d is half written at revision %s: %v", b, list.ResourceVersion, wrote)
 			}
 			if res := results[b][i]; ok && res.Err == nil && res.Object == nil || !ok && res.Err == nil {
 				t.Fatalf("batch %d write %d: result %+v, stored %v", b, i, res, ok)

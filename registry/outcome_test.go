@@ -36,6 +36,9 @@ type faults struct {
 	blind bool
 	// lost counts the answers lost.
 	lost int
+	// sent, when set, is told of every call before it is made (or
+	// refused), with its request.
+	sent func(method string, req any)
 }
 
 const (
@@ -55,7 +58,11 @@ func (f *faults) intercept(ctx context.Context, method string, req, reply any, c
 		f.lose--
 		f.lost++
 	}
+	sent := f.sent
 	f.mu.Unlock()
+	if sent != nil {
+		sent(method, req)
+	}
 	switch {
 	case blind, refuse:
 		return status.Error(codes.Unavailable, "etcdserver: no leader")
@@ -78,6 +85,12 @@ func (f *faults) set(refuse, lose int, blind bool) {
 // the store itself without faults.
 func newFaultyRegistry(t *testing.T) (*registry.Registry, *store.Store, *faults) {
 	t.Helper()
+	return newFaultyRegistryWith(t, registry.Options{})
+}
+
+// newFaultyRegistryWith is newFaultyRegistry with opts (see startOn).
+func newFaultyRegistryWith(t *testing.T, opts registry.Options) (*registry.Registry, *store.Store, *faults) {
+	t.Helper()
 	clean, endpoint := storetest.Start(t)
 	f := &faults{}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second,
@@ -87,7 +100,7 @@ func newFaultyRegistry(t *testing.T) (*registry.Registry, *store.Store, *faults)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	return startOn(t, store.New(cli), registry.Options{}), clean, f
+	return startOn(t, store.New(cli), opts), clean, f
 }
 
 // deadlineCtx is the system's context with a store timeout of d.
