@@ -43,7 +43,7 @@ type Kind struct {
 	// authorize is the kind's authorization rule (Spec.Authorize), or nil.
 	authorize authz.Rule
 	// removeWrites is Spec.RemoveWrites, or nil.
-	removeWrites func(ctx context.Context, obj *api.Object) ([]store.Cond, []store.Op, error)
+	removeWrites RemoveHook
 	// prepare decodes obj strictly into the typed kind, applies the hook of
 	// adm.Op, defaults and validates it, and returns the normalized generic
 	// object. old is nil on create.
@@ -112,8 +112,12 @@ type Spec[T api.Resource] struct {
 	// of every removal (finalizers gone, a forced or background deletion);
 	// it may read the store, and a condition that fails makes the removal
 	// try again. An error fails the removal.
-	RemoveWrites func(ctx context.Context, obj *api.Object) ([]store.Cond, []store.Op, error)
+	RemoveWrites RemoveHook
 }
+
+// RemoveHook returns the store writes that go with removing obj from the
+// store, and the conditions they need (Spec.RemoveWrites).
+type RemoveHook func(ctx context.Context, obj *api.Object) ([]store.Cond, []store.Op, error)
 
 // Define turns a typed Spec into a Kind.
 func Define[T api.Resource](s Spec[T]) Kind {

@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -31,9 +34,12 @@ type UnitInput struct {
 	// Job is the job's name; empty for the worker.
 	Job  string
 	Spec api.WorkerSpec
-	// Secrets is the event Secret's data: the project's secrets as copied
-	// at creation, and the worker's token under api.EventTokenKey.
+	// Secrets are the event's secrets: the project's secrets as copied at
+	// creation.
 	Secrets map[string][]byte
+	// Token is the unit's own token (CAIRN_TOKEN), minted for it and
+	// registered for its event by hash: it is nowhere else.
+	Token string
 	// Server is the API's URL (CAIRN_SERVER), and CAFile the CA file its
 	// certificate verifies with (CAIRN_CA_FILE, when not "").
 	Server string
@@ -71,7 +77,7 @@ func UnitSpec(in UnitInput) (runtime.Spec, error) {
 	if in.CAFile != "" {
 		env["CAIRN_CA_FILE"] = in.CAFile
 	}
-	env["CAIRN_TOKEN"] = string(in.Secrets[api.EventTokenKey])
+	env["CAIRN_TOKEN"] = in.Token
 	env["CAIRN_NAMESPACE"] = ev.Namespace
 	env["CAIRN_EVENT"] = ev.Name
 	if in.Job != "" {
@@ -83,9 +89,7 @@ func UnitSpec(in UnitInput) (runtime.Spec, error) {
 	}
 	files := map[string][]byte{eventFile: raw}
 	for k, v := range in.Secrets {
-		if k != api.EventTokenKey {
-			files[secretsDir+"/"+k] = v
-		}
+		files[secretsDir+"/"+k] = v
 	}
 	var envList []string
 	for _, k := range slices.Sorted(maps.Keys(env)) {
@@ -93,6 +97,20 @@ func UnitSpec(in UnitInput) (runtime.Spec, error) {
 	}
 	argv := append([]string{"/bin/sh", "-c", wrapper, cmd}, in.Spec.Command[1:]...)
 	return runtime.Spec{ID: id, Argv: argv, Env: envList, WorkspaceEnv: "CAIRN_WORKSPACE", Files: files, Dir: in.Spec.Workspace}, nil
+}
+
+// newUnitToken mints a token for one unit (256 bits from crypto/rand, in
+// hex) and returns it with its hash (hex SHA-256, as the server registers
+// tokens: api.EventTokenRequest). It fails only when the system's random
+// source does.
+func newUnitToken() (token, hash string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", fmt.Errorf("scheduler: mint a unit token: %w", err)
+	}
+	token = hex.EncodeToString(b)
+	sum := sha256.Sum256([]byte(token))
+	return token, hex.EncodeToString(sum[:]), nil
 }
 
 // lookPath finds name as exec.LookPath would in the PATH path, without the
