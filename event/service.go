@@ -34,9 +34,9 @@ type Options struct {
 }
 
 // Service serves the event endpoints. Build it with New, give its Actions
-// to the Event kind and its Authorize rule to the registry, then Bind it
-// to the registry built with them (and to the runtime holding the logs).
-// It is safe for concurrent use.
+// and RemoveWrites to the Event kind (kinds.Deps) and its Authorize rule to
+// the registry, then Bind it to the registry built with them (and to the
+// runtime holding the logs). It is safe for concurrent use.
 type Service struct {
 	opts Options
 
