@@ -10,7 +10,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/internal/testkit"
-	"cairn.dev/cairn/store"
+	"cairn.dev/cairn/store/storetest"
 )
 
 // tokenLine finds the token a unit printed as "<what>-token=<hex>".
@@ -62,13 +62,13 @@ sleep 300`)
 		}
 		return false
 	}
-	all, err := h.d.Store().List(t.Context(), "/cairn/", store.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
+	all := storetest.Values(t, h.d.Store(), "/cairn/")
+	if len(all) == 0 {
+		t.Fatal("the store holds nothing under /cairn/: nothing was scanned")
 	}
-	for _, kv := range all.KVs {
-		if holds(kv.Value) {
-			t.Errorf("etcd key %s holds a running unit's token", kv.Key)
+	for key, value := range all {
+		if holds(value) {
+			t.Errorf("etcd key %s holds a running unit's token", key)
 		}
 	}
 	for _, path := range []string{"/secrets", "/events", "/projects", "/namespaces/default/events/" + name + "/secrets"} {
