@@ -74,19 +74,29 @@ func (p EventPhase) Known() bool {
 	return false
 }
 
-// AnnotationTokenHash is the annotation of an Event holding the hex
-// SHA-256 of its worker's token (auth.Hash): the token itself is only in
-// the event's Secret. It is set at creation and never changes.
-const AnnotationTokenHash = "cairn.dev/token-sha256"
-
-// LabelEventProject labels an event's Secret with its project.
+// LabelEventProject labels an event (and its secrets) with its project.
 const LabelEventProject = "cairn.dev/project"
 
-// EventTokenKey is the key of the worker's token in its event's Secret.
-// The event's Secret has the Event's name, is owned by the Event and holds a
-// point-in-time copy of the project's secrets' keys beside the token (a
-// project secret key of this name is refused).
-const EventTokenKey = "cairn-token"
+// Event actions only admins (the scheduler) call: the event's secrets (GET,
+// answered as a Secret with the Event's name, owned by it: the point-in-time
+// copy of the project's secrets) and the registration of a unit's token
+// (POST, body EventTokenRequest).
+const (
+	ActionEventSecrets = "secrets"
+	ActionEventTokens  = "tokens"
+)
+
+// EventTokenRequest is the body of POST .../events/{name}/tokens: the
+// scheduler registers the token it minted for one unit of the event (its
+// worker or a job) by its hash; the token itself never leaves the unit's
+// files and environment.
+type EventTokenRequest struct {
+	// UID is the event's uid: a token registered for an event works for
+	// that event only, not for another created later with its name.
+	UID string `json:"uid"`
+	// Hash is the hex SHA-256 of the token (64 lower-case hex digits).
+	Hash string `json:"hash"`
+}
 
 // WorkerUnitID is the runtime unit ID of the worker of the event with uid.
 func WorkerUnitID(eventUID string) string { return "ev-" + eventUID }

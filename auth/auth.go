@@ -129,6 +129,29 @@ func encode(u identity.User) []byte {
 // store.Txn, alone or together with other writes.
 func TokenOp(token string, u identity.User) store.Op { return store.Put(key(token), encode(u)) }
 
+// HashKey is the store key a token whose hash (Hash) is hash is registered
+// under, for conditions on it (store.Absent).
+func HashKey(hash string) string { return TokenPrefix + hash }
+
+// HashOp is the store operation that registers the token whose hash (Hash)
+// is hash as u, for a caller that never holds the token itself (the server
+// registering a token a controller minted for a unit).
+func HashOp(hash string, u identity.User) store.Op { return store.Put(HashKey(hash), encode(u)) }
+
+// ValidHash reports whether s has the form of Hash's result: 64 lower-case
+// hexadecimal digits.
+func ValidHash(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // RevokeOp is the store operation that unregisters token. Other API server
 // processes may keep accepting it for up to their cache TTL.
 func RevokeOp(token string) store.Op { return store.Del(key(token)) }

@@ -238,7 +238,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		return d, err
 	}
 	events := event.New(event.Options{Logger: d.log})
-	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now, EventActions: events.Actions()}), Encryption: enc,
+	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now, EventActions: events.Actions(), EventRemoveWrites: events.RemoveWrites}), Encryption: enc,
 		NamespaceMaxObjects: opts.NamespaceMaxObjects, NamespaceMaxBytes: opts.NamespaceMaxBytes,
 		Authorize: []authz.Rule{authz.AllowUnscoped, events.Authorize}, Authority: events,
 		BookmarkInterval: opts.BookmarkInterval, Logger: d.log, MaxTxnOps: opts.MaxTxnOps, MaxObjectBytes: opts.MaxObjectBytes,

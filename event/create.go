@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/auth"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store"
@@ -69,20 +68,20 @@ func decodeBody(body []byte) (*api.Event, error) {
 
 // Create stores one Event for the project ev.Spec.Project, following the
 // seed's "Event is Created by an API Call": the worker is copied from the
-// project's template, the worker is PENDING, and the event's Secret (a
-// point-in-time copy of the project's secrets plus a fresh worker token,
-// owned by the Event), the Event and the token's registration (its hash
-// only) are committed in one etcd transaction, guarded so that the project
-// and its secrets are as they were read. Nothing is written when any part
-// fails. The stored Event is the queue entry: the scheduler takes PENDING
+// project's template, the worker is PENDING, and the Event and its
+// records (the event's secrets, a point-in-time copy of the project's
+// secrets that only admins read, and an empty tokens record: the
+// scheduler registers a token for each unit it starts, RegisterToken) are
+// committed in one etcd transaction, guarded so that the project and its
+// secrets are as they were read. Nothing is written when any part fails. The stored Event is the queue entry: the scheduler takes PENDING
 // events from the store.
 //
 // The caller must be authorized to create events (the endpoint is); the
 // writes themselves are the system's. It blocks on the store: one read of
 // the project and one per secret, then the transaction (retried when a
 // generated name collides or the snapshot changed meanwhile). Errors:
-// Invalid (the project does not exist; a secret it names does not; a
-// secret key is the token's; the event's own fields), BadRequest,
+// Invalid (the project does not exist; a secret it names does not; two
+// of its secrets share a key; the event's own fields), BadRequest,
 // NotFound (the namespace), Conflict (the project kept changing), and the
 // store's.
 func (s *Service) Create(ctx context.Context, ev *api.Event) (*api.Event, error) {
@@ -94,7 +93,7 @@ func (s *Service) Create(ctx context.Context, ev *api.Event) (*api.Event, error)
 }
 
 // create is Create, answering the stored object; with opts DryRun it
-// checks everything and writes nothing (the token it made is dropped).
+// checks everything and writes nothing.
 func (s *Service) create(ctx context.Context, ev *api.Event, opts api.WriteOptions) (*api.Object, error) {
 	reg, err := s.registry()
 	if err != nil {
@@ -249,11 +248,7 @@ func (s *Service) createFor(ctx context.Context, reg *registry.Registry, in *api
 			return nil, fmt.Errorf("event: stored secret %q does not decode: %w", name, err)
 		}
 		for _, k := range slices.Sorted(maps.Keys(sec.Data)) {
-			switch {
-			case k == api.EventTokenKey:
-				return nil, api.NewInvalid(api.KindEvent, in.Name, field.ErrorList{field.Invalid(field.NewPath("spec", "project"), p.Name,
-					fmt.Sprintf("the project's Secret %s has the key %s, which is the worker token's", name, k))})
-			case from[k] != "":
+			if from[k] != "" {
 				return nil, api.NewInvalid(api.KindEvent, in.Name, field.ErrorList{field.Invalid(field.NewPath("spec", "project"), p.Name,
 					fmt.Sprintf("the project's Secrets %s and %s both have the key %s", from[k], name, k))})
 			}
@@ -261,12 +256,6 @@ func (s *Service) createFor(ctx context.Context, reg *registry.Registry, in *api
 		}
 		conds = append(conds, unchanged(api.KindSecret, obj))
 	}
-	token, err := auth.NewToken()
-	if err != nil {
-		return nil, err
-	}
-	data[api.EventTokenKey] = []byte(token)
-
 	ev := &api.Event{ObjectMeta: in.ObjectMeta, Spec: in.Spec}
 	ev.APIVersion, ev.Kind = api.APIVersion, api.KindEvent
 	ev.Spec.Worker = *p.Spec.WorkerTemplate.DeepCopy()
@@ -281,11 +270,6 @@ func (s *Service) createFor(ctx context.Context, reg *registry.Registry, in *api
 		ev.Name = prefix + suffix()
 	}
 	ev.GenerateName = ""
-	ev.Annotations = maps.Clone(ev.Annotations)
-	if ev.Annotations == nil {
-		ev.Annotations = map[string]string{}
-	}
-	ev.Annotations[api.AnnotationTokenHash] = auth.Hash(token)
 	ev.Labels = maps.Clone(ev.Labels)
 	if ev.Labels == nil {
 		ev.Labels = map[string]string{}
@@ -297,19 +281,12 @@ func (s *Service) createFor(ctx context.Context, reg *registry.Registry, in *api
 	}
 	txn := reg.Txn()
 	pending := txn.Create(evObj)
-	secObj, err := api.FromResource(&api.Secret{
-		TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindSecret},
-		ObjectMeta: api.ObjectMeta{Name: ev.Name, Namespace: ev.Namespace,
-			Labels:          map[string]string{api.LabelEventProject: p.Name},
-			OwnerReferences: []api.OwnerReference{api.OwnerRefTo(pending, true)}},
-		Type: "cairn.dev/event",
-		Data: data,
-	})
+	ev.UID = pending.UID
+	rconds, rops, err := recordWrites(reg, ev, data)
 	if err != nil {
 		return nil, err
 	}
-	txn.Create(secObj)
-	txn.Also(conds, auth.TokenOp(token, TokenUser(ev.Namespace, ev.Name)))
+	txn.Also(append(conds, rconds...), rops...)
 	res, err := txn.Commit(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/auth"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/registry"
+	"cairn.dev/cairn/store"
 )
 
 func TestCreate_EventAndItsSecretAndTokenInOneTransaction(t *testing.T) {
@@ -27,20 +28,20 @@ func TestCreate_EventAndItsSecretAndTokenInOneTransaction(t *testing.T) {
 	if !strings.HasPrefix(ev.Name, "shop-") || ev.Labels[api.LabelEventProject] != "shop" {
 		t.Errorf("name %q labels %v, want shop-xxxxx labelled with its project", ev.Name, ev.Labels)
 	}
-	sec, err := client.For[*api.Secret](e.c).Get(e.ctx, "default", ev.Name)
+	sec, err := e.svc.Secrets(e.ctx, "default", ev.Name)
 	if err != nil {
-		t.Fatalf("event secret: %v", err)
+		t.Fatalf("event secrets: %v", err)
 	}
-	if string(sec.Data["password"]) != "s3cret" {
-		t.Errorf("secret copy has password %q", sec.Data["password"])
+	if string(sec.Data["password"]) != "s3cret" || len(sec.Data) != 1 {
+		t.Errorf("secrets copy = %v, want the project's password alone", sec.Data)
 	}
 	if len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].UID != ev.UID || !sec.OwnerReferences[0].Controller {
 		t.Errorf("secret owners = %+v, want the event as controller", sec.OwnerReferences)
 	}
-	token := string(sec.Data[api.EventTokenKey])
-	if token == "" || ev.Annotations[api.AnnotationTokenHash] != auth.Hash(token) {
-		t.Fatalf("the event's token hash annotation does not match the token in its secret")
+	if _, err := client.For[*api.Secret](e.c).Get(e.ctx, "default", ev.Name); !errors.Is(err, api.ErrNotFound) {
+		t.Errorf("the event's secrets as a Secret: %v, want NotFound (they are a system record)", err)
 	}
+	token := e.token(ev.Name)
 	if strings.Contains(string(mustJSON(t, ev)), token) {
 		t.Fatal("the event shows its token")
 	}
@@ -71,7 +72,7 @@ func TestCreate_SecretCopyIsPointInTime(t *testing.T) {
 	if _, err := client.For[*api.Secret](e.c).Update(e.ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	sec, err := client.For[*api.Secret](e.c).Get(e.ctx, "default", ev.Name)
+	sec, err := e.svc.Secrets(e.ctx, "default", ev.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +86,11 @@ func TestCreate_SecretCopyIsPointInTime(t *testing.T) {
 
 func TestCreate_NothingHalfCreatedOnFailure(t *testing.T) {
 	e := start(t)
-	e.secret("clash", map[string]string{api.EventTokenKey: "x"})
+	e.secret("clash1", map[string]string{"k": "x"})
+	e.secret("clash2", map[string]string{"k": "y"})
 	e.project("missing", api.ProjectSpec{Secrets: []string{"nope"}})
-	e.project("clash", api.ProjectSpec{Secrets: []string{"clash"}})
+	e.project("clash", api.ProjectSpec{Secrets: []string{"clash1", "clash2"}})
 	e.project("ok", api.ProjectSpec{})
-	// A Secret already has the name the event asks for: the event's
-	// creation fails as a whole.
-	e.secret("taken", map[string]string{"k": "v"})
 	for _, tc := range []struct {
 		name string
 		ev   api.Event
@@ -100,10 +99,9 @@ func TestCreate_NothingHalfCreatedOnFailure(t *testing.T) {
 	}{
 		{"missing project", api.Event{Spec: api.EventSpec{Project: "ghost", Source: "s", Type: "t"}}, 422, "spec.project"},
 		{"project secret missing", api.Event{Spec: api.EventSpec{Project: "missing", Source: "s", Type: "t"}}, 422, "Secret nope"},
-		{"secret key is the token's", api.Event{Spec: api.EventSpec{Project: "clash", Source: "s", Type: "t"}}, 422, api.EventTokenKey},
+		{"secrets share a key", api.Event{Spec: api.EventSpec{Project: "clash", Source: "s", Type: "t"}}, 422, "both have the key k"},
 		{"no source", api.Event{Spec: api.EventSpec{Project: "ok", Type: "t"}}, 422, "spec.source"},
 		{"own worker", api.Event{Spec: api.EventSpec{Project: "ok", Source: "s", Type: "t", Worker: api.WorkerSpec{Command: []string{"x"}}}}, 422, "spec.worker"},
-		{"secret name taken", api.Event{ObjectMeta: api.ObjectMeta{Name: "taken"}, Spec: api.EventSpec{Project: "ok", Source: "s", Type: "t"}}, 409, "taken"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, b := e.do("POST", "/namespaces/default/events", e.s.Token, tc.ev)
@@ -116,9 +114,9 @@ func TestCreate_NothingHalfCreatedOnFailure(t *testing.T) {
 	if err != nil || len(l.Items) != 0 {
 		t.Fatalf("events after failed creates: %d, %v", len(l.Items), err)
 	}
-	secs, err := e.c.List(e.ctx, api.KindSecret, "default", api.ListOptions{LabelSelector: api.LabelEventProject})
-	if err != nil || len(secs.Items) != 0 {
-		t.Fatalf("event secrets after failed creates: %d, %v", len(secs.Items), err)
+	recs, err := e.s.Store.List(e.ctx, registry.SystemPrefix+"events/", store.ListOptions{})
+	if err != nil || len(recs.KVs) != 0 {
+		t.Fatalf("event records after failed creates: %v, %v", recs, err)
 	}
 	if code, _ := e.do("POST", "/namespaces/default/events", e.s.Token, map[string]any{"spec": map[string]any{"project": "ok"}, "bogus": 1}); code != 400 {
 		t.Fatalf("unknown field: %d, want 400", code)

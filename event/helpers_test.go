@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/auth"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/event"
 	"cairn.dev/cairn/kinds"
@@ -28,7 +29,7 @@ type env struct {
 func start(t *testing.T) *env {
 	t.Helper()
 	svc := event.New(event.Options{})
-	s := servertest.Start(t, servertest.WithKinds(kinds.All(kinds.Deps{EventActions: svc.Actions()})...),
+	s := servertest.Start(t, servertest.WithKinds(kinds.All(kinds.Deps{EventActions: svc.Actions(), EventRemoveWrites: svc.RemoveWrites})...),
 		servertest.WithAuthorize(svc.Authorize),
 		servertest.WithRegistryOptions(func(o *registry.Options) { o.Authority = svc }))
 	svc.Bind(s.Registry, nil)
@@ -119,12 +120,18 @@ func (e *env) setPhase(name string, phases ...api.EventPhase) *api.Event {
 	return ev
 }
 
-// token is the worker token of the event, from its Secret.
+// token mints a token for a unit of the event and registers its hash
+// with the admin token, as the scheduler does before it starts a unit.
 func (e *env) token(name string) string {
 	e.t.Helper()
-	sec, err := client.For[*api.Secret](e.c).Get(e.ctx, "default", name)
+	tok, err := auth.NewToken()
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return string(sec.Data[api.EventTokenKey])
+	ev := e.get(name)
+	if code, b := e.do("POST", "/namespaces/default/events/"+name+"/tokens", e.s.Token,
+		api.EventTokenRequest{UID: ev.UID, Hash: auth.Hash(tok)}); code != http.StatusCreated {
+		e.t.Fatalf("register a token for %s: %d %s", name, code, b)
+	}
+	return tok
 }

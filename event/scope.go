@@ -10,6 +10,7 @@ import (
 	"cairn.dev/cairn/auth"
 	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/store"
 )
 
 // maxGrants bounds the grants cache; beyond it, entries are dropped (the
@@ -29,12 +30,15 @@ func splitScope(scope string) (ns, name string, ok bool) {
 }
 
 // CheckToken is the authenticator's scope check (auth.ScopeCheck) for
-// worker tokens: the token works while its event exists with this token's
-// hash and its worker is not terminal; otherwise the request is
-// Forbidden, saying why (the caller is known, its token may no longer act). On success it records the permissions of the
-// event's project for Authorize. It blocks on two reads of the store (the
-// event and its project). Errors: Forbidden as above, Unauthorized for a
-// scope that is not an event's, and the store's.
+// worker tokens: the token works while its event exists, the token is
+// registered for a unit of that event (its tokens record, with the
+// event's uid, lists the hash: RegisterToken) and its worker is not
+// terminal; otherwise the request is Forbidden, saying why (the caller is
+// known, its token may no longer act). On success it records the
+// permissions of the event's project for Authorize. It blocks on three
+// reads of the store (the event, its tokens record and its project).
+// Errors: Forbidden as above, Unauthorized for a scope that is not an
+// event's, and the store's.
 func (s *Service) CheckToken(ctx context.Context, hash string, u identity.User) error {
 	ns, name, ok := splitScope(u.Scope)
 	if !ok {
@@ -48,7 +52,12 @@ func (s *Service) CheckToken(ctx context.Context, hash string, u identity.User) 
 		return api.NewStatus(api.ReasonForbidden, "the token's event %s does not exist (deleted?): its token no longer works", u.Scope)
 	case err != nil:
 		return err
-	case ev.Annotations[api.AnnotationTokenHash] != hash:
+	}
+	registered, err := s.registeredFor(ctx, ev, hash)
+	switch {
+	case err != nil:
+		return err
+	case !registered:
 		s.forget(u.Scope)
 		return api.NewStatus(api.ReasonForbidden, "the token is not the token of event %s (deleted and created again?): it no longer works", u.Scope)
 	case ev.Status.Worker.Phase.Terminal():
@@ -75,6 +84,24 @@ func (s *Service) CheckToken(ctx context.Context, hash string, u identity.User) 
 	s.grants[u.Scope] = g
 	s.grantsMu.Unlock()
 	return nil
+}
+
+// registeredFor reports whether the token whose hash is hash is registered
+// for a unit of ev (this event, not an earlier one of its name). It blocks
+// on one store read.
+func (s *Service) registeredFor(ctx context.Context, ev *api.Event, hash string) (bool, error) {
+	reg, err := s.registry()
+	if err != nil {
+		return false, err
+	}
+	rec, _, err := readTokens(ctx, reg.Store(), ev.Namespace, ev.Name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return rec.UID == ev.UID && slices.Contains(rec.Hashes, hash), nil
 }
 
 // revoke unregisters the token whose hash is hash: the token of an event

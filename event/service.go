@@ -34,9 +34,9 @@ type Options struct {
 }
 
 // Service serves the event endpoints. Build it with New, give its Actions
-// to the Event kind and its Authorize rule to the registry, then Bind it
-// to the registry built with them (and to the runtime holding the logs).
-// It is safe for concurrent use.
+// and RemoveWrites to the Event kind (kinds.Deps) and its Authorize rule to
+// the registry, then Bind it to the registry built with them (and to the
+// runtime holding the logs). It is safe for concurrent use.
 type Service struct {
 	opts Options
 
@@ -107,6 +107,8 @@ func system(ctx context.Context) context.Context {
 //	POST   /namespaces/{ns}/events/{name}/jobs      a worker creates a job
 //	GET    /namespaces/{ns}/events/{name}/logs      worker or job logs (?job=&follow=)
 //	GET    /namespaces/{ns}/events/search           list by project, source, type, phases, labels
+//	GET    /namespaces/{ns}/events/{name}/secrets   the event's secrets (admins only: the scheduler)
+//	POST   /namespaces/{ns}/events/{name}/tokens    register a unit's token by its hash (admins only)
 func (s *Service) Actions() []registry.Action {
 	return []registry.Action{
 		{Name: "", Method: http.MethodPost, Collection: true, Handle: s.handleCreate,
@@ -118,6 +120,10 @@ func (s *Service) Actions() []registry.Action {
 		{Name: "logs", Method: http.MethodGet, Handle: s.handleLogs, Params: []string{"job", "follow"}},
 		{Name: "search", Method: http.MethodGet, Collection: true, Handle: s.handleSearch,
 			Params: []string{"project", "source", "type", "phases", "labelSelector"}},
+		{Name: api.ActionEventSecrets, Method: http.MethodGet, Handle: s.handleSecrets,
+			Authorize: adminOnly("an event's secrets are the scheduler's: only admins read them")},
+		{Name: api.ActionEventTokens, Method: http.MethodPost, Handle: s.handleTokens,
+			Authorize: adminOnly("only admins (the scheduler) register the tokens of an event's units")},
 	}
 }
 

@@ -233,7 +233,11 @@ func Event() registry.Kind { return EventWith(nil) }
 
 // EventWith defines the Event kind with the event endpoints (cancel, jobs,
 // logs, the collection's create, cancel and delete) served by actions.
-func EventWith(actions []registry.Action) registry.Kind {
+func EventWith(actions []registry.Action) registry.Kind { return eventKind(actions, nil) }
+
+// eventKind is EventWith whose removals also remove what remove says: the
+// event's system records (its secrets and token registrations).
+func eventKind(actions []registry.Action, remove registry.RemoveHook) registry.Kind {
 	return registry.Define(registry.Spec[*api.Event]{
 		Kind: api.KindEvent, Namespaced: true, ShortNames: []string{"ev"}, Fields: []string{"spec", "status"},
 		Columns: []api.Column{
@@ -244,7 +248,8 @@ func EventWith(actions []registry.Action) registry.Kind {
 			{Name: "JOBS", Path: ".status.jobPhases"},
 			age,
 		},
-		Actions: actions,
+		Actions:      actions,
+		RemoveWrites: remove,
 		PrepareForCreate: func(ctx context.Context, adm *registry.Admission, ev *api.Event) error {
 			if ev.Spec.Project != "" && len(ev.Spec.Worker.Command) == 0 {
 				obj, err := adm.Get.Get(ctx, api.KindProject, ev.Namespace, ev.Spec.Project)
@@ -270,9 +275,6 @@ func EventWith(actions []registry.Action) registry.Kind {
 			var errs field.ErrorList
 			if !specEqual(&ev.Spec, &old.Spec) {
 				errs = append(errs, field.Forbidden(field.NewPath("spec"), "an event's spec never changes"))
-			}
-			if ev.Annotations[api.AnnotationTokenHash] != old.Annotations[api.AnnotationTokenHash] {
-				errs = append(errs, field.Forbidden(field.NewPath("metadata", "annotations").Key(api.AnnotationTokenHash), "set at creation, never changed"))
 			}
 			return errs
 		},

@@ -20,6 +20,9 @@ type Deps struct {
 	// Service.Actions): without them the Event kind serves only the plain
 	// verbs.
 	EventActions []registry.Action
+	// EventRemoveWrites remove an event's system records with it (package
+	// event's Service.RemoveWrites); nil: events have none.
+	EventRemoveWrites registry.RemoveHook
 }
 
 // All returns the definitions of every served kind, built with d. (The
@@ -36,7 +39,7 @@ func All(d Deps) []registry.Kind {
 		everyday(Execution()),
 		everyday(DeployItem()),
 		everyday(Project()),
-		everyday(EventWith(d.EventActions)),
+		everyday(eventKind(d.EventActions, d.EventRemoveWrites)),
 		everyday(Cleaner(d)),
 	}
 }

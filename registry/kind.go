@@ -15,6 +15,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
+	"cairn.dev/cairn/store"
 )
 
 // Kind is everything the registry knows about one kind: how it is addressed,
@@ -44,6 +45,8 @@ type Kind struct {
 	// acts is true for kinds whose objects act for their creator
 	// (Spec.Acts): only they record one (creator.go).
 	acts bool
+	// removeWrites is Spec.RemoveWrites, or nil.
+	removeWrites RemoveHook
 	// prepare decodes obj strictly into the typed kind, applies the hook of
 	// adm.Op, defaults and validates it, and returns the normalized generic
 	// object. old is nil on create.
@@ -112,7 +115,19 @@ type Spec[T api.Resource] struct {
 	// stored object, e.g. the transitions a status may make. An error fails
 	// the write as it is (an *api.Status: Conflict, Invalid, ...).
 	PrepareForStatusUpdate func(ctx context.Context, adm *Admission, obj, old T) error
+	// RemoveWrites are the store writes that go with removing obj (as
+	// stored) from the store, in the same transaction, and the conditions
+	// they need: records kept outside the registry's objects that live and
+	// die with it (e.g. an Event's system record). It runs on every attempt
+	// of every removal (finalizers gone, a forced or background deletion);
+	// it may read the store, and a condition that fails makes the removal
+	// try again. An error fails the removal.
+	RemoveWrites RemoveHook
 }
+
+// RemoveHook returns the store writes that go with removing obj from the
+// store, and the conditions they need (Spec.RemoveWrites).
+type RemoveHook func(ctx context.Context, obj *api.Object) ([]store.Cond, []store.Op, error)
 
 // Define turns a typed Spec into a Kind.
 func Define[T api.Resource](s Spec[T]) Kind {
@@ -154,6 +169,8 @@ func Define[T api.Resource](s Spec[T]) Kind {
 		GoType:    elem,
 		authorize: s.Authorize,
 		acts:      s.Acts != nil,
+
+		removeWrites: s.RemoveWrites,
 	}
 	k.Fields, k.fieldsErr = declaredFields(s.Kind, s.Fields, elem)
 	for _, a := range s.Actions {

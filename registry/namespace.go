@@ -63,10 +63,22 @@ func markOps(k *Kind, obj *api.Object) []store.Op {
 	return []store.Op{store.Put(terminatingKey(obj.Name), nil)}
 }
 
-// removeOps are the writes that accompany removing an object from the store.
-func removeOps(k *Kind, obj *api.Object) []store.Op {
-	if !isNamespace(k) {
-		return nil
+// removeOps are the writes that accompany removing an object from the
+// store, with the conditions they need: the Namespace's terminating mark,
+// and the kind's own (Spec.RemoveWrites). It blocks as the kind's hook
+// does and returns its error.
+func (r *Registry) removeOps(ctx context.Context, k *Kind, obj *api.Object) ([]store.Cond, []store.Op, error) {
+	var conds []store.Cond
+	var ops []store.Op
+	if isNamespace(k) {
+		ops = append(ops, store.Del(terminatingKey(obj.Name)))
 	}
-	return []store.Op{store.Del(terminatingKey(obj.Name))}
+	if k.removeWrites != nil {
+		c, o, err := k.removeWrites(ctx, obj)
+		if err != nil {
+			return nil, nil, fmt.Errorf("registry: the writes that remove %s %q: %w", k.Kind, obj.Name, err)
+		}
+		conds, ops = append(conds, c...), append(ops, o...)
+	}
+	return conds, ops, nil
 }

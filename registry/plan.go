@@ -194,7 +194,11 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 		out.Generation = old.Generation + 1
 	}
 	if out.Deleting() && len(out.Finalizers) == 0 {
-		p.ops, p.gone = append(removeOps(k, out), store.Del(key)), true
+		conds, ops, err := r.removeOps(ctx, k, out)
+		if err != nil {
+			return nil, err
+		}
+		p.self, p.ops, p.gone = append(p.self, conds...), append(ops, store.Del(key)), true
 		return p, nil
 	}
 	plain, err := storedJSON(k, out)
@@ -239,10 +243,17 @@ func (r *Registry) planDelete(ctx context.Context, adm *Admission, k *Kind, cur 
 	}
 	key := r.key(k, cur.obj.Namespace, name)
 	p := &plan{k: k, key: key, self: []store.Cond{store.Unchanged(key, cur.rev)}, prev: cur.rev}
+	remove := func() (*plan, error) {
+		conds, ops, err := r.removeOps(ctx, k, cur.obj)
+		if err != nil {
+			return nil, err
+		}
+		p.self, p.ops, p.out, p.write, p.gone = append(p.self, conds...), append(ops, store.Del(key)), cur.obj.DeepCopy(), true, true
+		return p, nil
+	}
 	switch {
 	case opts.Force:
-		p.ops, p.out, p.write, p.gone = append(removeOps(k, cur.obj), store.Del(key)), cur.obj.DeepCopy(), true, true
-		return p, nil
+		return remove()
 	case cur.obj.Deleting():
 		p.out = cur.obj
 		return p, nil
@@ -251,8 +262,7 @@ func (r *Registry) planDelete(ctx context.Context, adm *Admission, k *Kind, cur 
 	case direct, opts.PropagationPolicy == api.PropagationBackground && len(cur.obj.Finalizers) == 0:
 		// A pure deletion, which etcd accepts on a full store; the
 		// collector then finds the object's dependents orphaned.
-		p.ops, p.out, p.write, p.gone = append(removeOps(k, cur.obj), store.Del(key)), cur.obj.DeepCopy(), true, true
-		return p, nil
+		return remove()
 	}
 	obj := cur.obj.DeepCopy()
 	now := r.opts.Now().UTC()

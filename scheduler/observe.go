@@ -2,8 +2,10 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -14,9 +16,10 @@ import (
 	"cairn.dev/cairn/trace"
 )
 
-// errNoSecret: the event's Secret is missing, so its worker cannot get
-// its data: SCHEDULING_FAILED.
-var errNoSecret = errors.New("the event's Secret does not exist")
+// errNoSecret: the event's secrets are missing (it was not created
+// through the events endpoint), so its worker cannot get its data:
+// SCHEDULING_FAILED.
+var errNoSecret = errors.New("the event's secrets do not exist")
 
 // action is one plan with the unit it is about.
 type action struct {
@@ -196,16 +199,25 @@ func (s *Scheduler) startAndDecide(ctx context.Context, ev *api.Event, job strin
 
 // start starts the unit of ev's worker (job "") or job, or finds it
 // started (a restart never starts a unit twice: the runtime keeps its ID).
+// It reads the event's secrets and registers a token minted for the unit
+// (by its hash: the plain token goes only to the unit) before starting it;
+// a token registered for a unit that turns out to be started already is
+// never used, and goes with the event.
 func (s *Scheduler) start(ctx context.Context, ev *api.Event, job string, spec api.WorkerSpec) (runtime.State, error) {
-	sec, err := client.For[*api.Secret](s.c).Get(ctx, ev.Namespace, ev.Name)
-	if errors.Is(err, api.ErrNotFound) || (err == nil && !ownedBy(sec, ev.UID)) {
-		return runtime.State{}, errNoSecret
-	}
+	sec, err := s.eventSecrets(ctx, ev)
 	if err != nil {
 		return runtime.State{}, err
 	}
-	us, err := s.opts.BuildUnit(UnitInput{Event: ev, Job: job, Spec: spec, Secrets: sec.Data, Server: s.opts.APIServer, CAFile: s.opts.APICAFile, Path: s.opts.Path})
+	token, hash, err := newUnitToken()
 	if err != nil {
+		return runtime.State{}, err
+	}
+	us, err := s.opts.BuildUnit(UnitInput{Event: ev, Job: job, Spec: spec, Secrets: sec.Data, Token: token,
+		Server: s.opts.APIServer, CAFile: s.opts.APICAFile, Path: s.opts.Path})
+	if err != nil {
+		return runtime.State{}, err
+	}
+	if err := s.registerToken(ctx, ev, hash); err != nil {
 		return runtime.State{}, err
 	}
 	st, err := s.rt.Start(ctx, us)
@@ -216,6 +228,43 @@ func (s *Scheduler) start(ctx context.Context, ev *api.Event, job string, spec a
 		return runtime.State{}, err
 	}
 	return st, nil
+}
+
+// eventSecrets reads the secrets of ev (an admin's action): errNoSecret
+// when it has none, or they are another event's of its name.
+func (s *Scheduler) eventSecrets(ctx context.Context, ev *api.Event) (*api.Secret, error) {
+	raw, err := s.c.Action(ctx, client.ActionRequest{Method: http.MethodGet, Kind: api.KindEvent,
+		Namespace: ev.Namespace, Name: ev.Name, Action: api.ActionEventSecrets})
+	if errors.Is(err, api.ErrNotFound) {
+		return nil, errNoSecret
+	}
+	if err != nil {
+		return nil, err
+	}
+	var sec api.Secret
+	if err := json.Unmarshal(raw, &sec); err != nil {
+		return nil, fmt.Errorf("scheduler: the secrets of event %s do not decode: %w", ev.Name, err)
+	}
+	if !ownedBy(&sec, ev.UID) {
+		return nil, errNoSecret
+	}
+	return &sec, nil
+}
+
+// registerToken registers the token whose hash is hash for a unit of ev
+// (an admin's action). Errors: the action's (NotFound, Conflict: the
+// event was deleted, replaced or ended meanwhile).
+func (s *Scheduler) registerToken(ctx context.Context, ev *api.Event, hash string) error {
+	body, err := json.Marshal(api.EventTokenRequest{UID: ev.UID, Hash: hash})
+	if err != nil {
+		return err
+	}
+	_, err = s.c.Action(ctx, client.ActionRequest{Kind: api.KindEvent, Namespace: ev.Namespace, Name: ev.Name,
+		Action: api.ActionEventTokens, Body: body})
+	if err != nil {
+		return fmt.Errorf("register the unit's token: %w", err)
+	}
+	return nil
 }
 
 func ownedBy(sec *api.Secret, uid string) bool {

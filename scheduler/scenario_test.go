@@ -192,15 +192,15 @@ func TestWorker_WithoutItsEventSecretFailsScheduling(t *testing.T) {
 	h := startHarness(t, controllers.Config{})
 	h.project("p", script("true"))
 	// An in-process client writes through the registry alone: the Event
-	// gets no Secret (only the event endpoint writes one).
+	// gets no secrets (only the event endpoint writes them).
 	ev, err := client.For[*api.Event](h.d.Client()).Create(t.Context(), &api.Event{
 		ObjectMeta: api.ObjectMeta{Name: "bare", Namespace: "default"}, Spec: api.EventSpec{Project: "p", Source: "s", Type: "t"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := h.waitPhase(ev.Name, api.PhaseSchedulingFailed)
-	if !strings.Contains(got.Status.Worker.Reason, "Secret") {
-		t.Fatalf("reason %q, want it to name the missing Secret", got.Status.Worker.Reason)
+	if !strings.Contains(got.Status.Worker.Reason, "secrets") {
+		t.Fatalf("reason %q, want it to name the missing secrets", got.Status.Worker.Reason)
 	}
 }
 

@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -38,9 +41,12 @@ type UnitInput struct {
 	// Job is the job's name; empty for the worker.
 	Job  string
 	Spec api.WorkerSpec
-	// Secrets is the event Secret's data: the project's secrets as copied
-	// at creation, and the worker's token under api.EventTokenKey.
+	// Secrets are the event's secrets: the project's secrets as copied at
+	// creation.
 	Secrets map[string][]byte
+	// Token is the unit's own token (CAIRN_TOKEN), minted for it and
+	// registered for its event by hash: it is nowhere else.
+	Token string
 	// Server is the API's URL (CAIRN_SERVER), and CAFile the CA file its
 	// certificate verifies with, copied into the unit's files (CAIRN_CA_FILE
 	// names the copy), when not "".
@@ -77,7 +83,7 @@ func UnitSpec(in UnitInput) (runtime.Spec, error) {
 		return runtime.Spec{}, err
 	}
 	env["CAIRN_SERVER"] = in.Server
-	env["CAIRN_TOKEN"] = string(in.Secrets[api.EventTokenKey])
+	env["CAIRN_TOKEN"] = in.Token
 	env["CAIRN_NAMESPACE"] = ev.Namespace
 	env["CAIRN_EVENT"] = ev.Name
 	if in.Job != "" {
@@ -98,9 +104,7 @@ func UnitSpec(in UnitInput) (runtime.Spec, error) {
 		script = caWrapper + wrapper
 	}
 	for k, v := range in.Secrets {
-		if k != api.EventTokenKey {
-			files[secretsDir+"/"+k] = v
-		}
+		files[secretsDir+"/"+k] = v
 	}
 	var envList []string
 	for _, k := range slices.Sorted(maps.Keys(env)) {
@@ -108,6 +112,20 @@ func UnitSpec(in UnitInput) (runtime.Spec, error) {
 	}
 	argv := append([]string{"/bin/sh", "-c", script, cmd}, in.Spec.Command[1:]...)
 	return runtime.Spec{ID: id, Argv: argv, Env: envList, WorkspaceEnv: "CAIRN_WORKSPACE", Files: files, Dir: in.Spec.Workspace}, nil
+}
+
+// newUnitToken mints a token for one unit (256 bits from crypto/rand, in
+// hex) and returns it with its hash (hex SHA-256, as the server registers
+// tokens: api.EventTokenRequest). It fails only when the system's random
+// source does.
+func newUnitToken() (token, hash string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", fmt.Errorf("scheduler: mint a unit token: %w", err)
+	}
+	token = hex.EncodeToString(b)
+	sum := sha256.Sum256([]byte(token))
+	return token, hex.EncodeToString(sum[:]), nil
 }
 
 // lookPath finds name as exec.LookPath would in the PATH path, without the

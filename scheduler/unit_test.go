@@ -15,7 +15,7 @@ import (
 
 func TestUnitSpec_GivesTheWorkerItsEnvironmentAndFiles(t *testing.T) {
 	ev := &api.Event{ObjectMeta: api.ObjectMeta{Name: "e1", Namespace: "team", UID: "0f8fad5b-d9cb-469f-a165-70867728950e"}}
-	secrets := map[string][]byte{"password": []byte("pw"), api.EventTokenKey: []byte("tok")}
+	secrets := map[string][]byte{"password": []byte("pw")}
 	for _, tc := range []struct {
 		name    string
 		job     string
@@ -36,7 +36,7 @@ func TestUnitSpec_GivesTheWorkerItsEnvironmentAndFiles(t *testing.T) {
 		{name: "missing path", spec: api.WorkerSpec{Command: []string{"/no/such/file"}}, failure: "does not exist"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := scheduler.UnitSpec(scheduler.UnitInput{Event: ev, Job: tc.job, Spec: tc.spec, Secrets: secrets,
+			s, err := scheduler.UnitSpec(scheduler.UnitInput{Event: ev, Job: tc.job, Spec: tc.spec, Secrets: secrets, Token: "tok",
 				Server: "http://api", Path: "/usr/bin:/bin"})
 			if tc.failure != "" {
 				var se *scheduler.StartError
@@ -63,7 +63,7 @@ func TestUnitSpec_GivesTheWorkerItsEnvironmentAndFiles(t *testing.T) {
 				t.Errorf("files %v, want the event and the secret", slices.Sorted(maps.Keys(s.Files)))
 			}
 			for name, b := range s.Files {
-				if strings.Contains(string(b), "tok") || strings.Contains(name, api.EventTokenKey) {
+				if strings.Contains(string(b), "tok") {
 					t.Errorf("file %s holds the token: it is in CAIRN_TOKEN only", name)
 				}
 			}
@@ -81,7 +81,7 @@ func TestUnitSpec_CopiesTheCAIntoTheUnitsFiles(t *testing.T) {
 	}
 	ev := &api.Event{ObjectMeta: api.ObjectMeta{Name: "e1", Namespace: "team", UID: "0f8fad5b-d9cb-469f-a165-70867728950e"}}
 	s, err := scheduler.UnitSpec(scheduler.UnitInput{Event: ev, Spec: api.WorkerSpec{Command: []string{"true"}},
-		Secrets: map[string][]byte{api.EventTokenKey: []byte("tok")}, Server: "https://api", CAFile: ca, Path: "/usr/bin:/bin"})
+		Token: "tok", Server: "https://api", CAFile: ca, Path: "/usr/bin:/bin"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,3 +36,25 @@ func StartWith(t testing.TB, opts embedded.Options) (*store.Store, string) {
 	})
 	return store.New(cli), e.Endpoint
 }
+
+// Values reads every key under prefix from s, with its raw stored value
+// (encrypted values stay encrypted), for tests that look at what the store
+// holds. It fails t when the store does not answer.
+func Values(t testing.TB, s *store.Store, prefix string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	from := ""
+	for {
+		page, err := s.List(context.Background(), prefix, store.ListOptions{From: from, Limit: 1000})
+		if err != nil {
+			t.Fatalf("storetest: list %s: %v", prefix, err)
+		}
+		for _, kv := range page.KVs {
+			out[kv.Key] = kv.Value
+		}
+		if !page.More || len(page.KVs) == 0 {
+			return out
+		}
+		from = page.KVs[len(page.KVs)-1].Key + "\x00"
+	}
+}
