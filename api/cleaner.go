@@ -142,6 +142,11 @@ type CleanerEvaluation struct {
 	// Error is the first failure, naming its condition; empty when every
 	// condition gave a boolean.
 	Error string `json:"error,omitempty"`
+	// Search says why the monotonic search for the earliest time every
+	// condition holds found none (beyond its horizon, over its time limit,
+	// a condition that failed at a time searched), so that retry.period
+	// applies; empty when it found one or none was made.
+	Search string `json:"search,omitempty"`
 }
 
 // ConditionResult is the outcome of one condition.

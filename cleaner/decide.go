@@ -57,6 +57,10 @@ type Decision struct {
 	// then (one of the Why constants).
 	At  time.Time
 	Why string
+	// Search says why a monotonic search found no time (the horizon, its
+	// time limit, an evaluation that failed), when it did not: the
+	// Cleaner's status.lastEvaluation.search and the trace say it.
+	Search string
 	// Phase is the Cleaner's phase after this decision.
 	Phase api.CleanerPhase
 	// Resolution is what the targets resolved to (after the TTL).
@@ -139,7 +143,11 @@ func Decide(ctx context.Context, in Input) Decision {
 		return retry
 	}
 	if c.Spec.Retry.Monotonic {
-		if at, ok := in.Programs.EarliestTrue(ctx, res.Vars, in.Now); ok {
+		at, err := in.Programs.EarliestTrue(ctx, res.Vars, in.Now)
+		if err != nil {
+			// Said in status and trace: the fallback is never silent.
+			retry.Search = "monotonic search found no time, so " + WhyPeriod + " applies: " + err.Error()
+		} else {
 			retry.At, retry.Why = at, WhyMonotonic
 		}
 	}

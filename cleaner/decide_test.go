@@ -54,6 +54,7 @@ func TestDecide_FollowsEachBranchOfTheSeed(t *testing.T) {
 		phase    api.CleanerPhase
 		reason   string
 		resolved bool
+		search   string // what status and trace say of a search that found no time
 	}{
 		{name: "not found: drop", action: ActDrop, now: t0},
 		{name: "being deleted: drop", cleaner: deleting, now: t0.Add(2 * time.Hour), action: ActDrop},
@@ -72,7 +73,11 @@ func TestDecide_FollowsEachBranchOfTheSeed(t *testing.T) {
 			phase: api.CleanerPending, resolved: true},
 		{name: "false and monotonic but never true in time: the period", cleaner: testCleaner(time.Hour, true, closed),
 			now: t0.Add(2 * time.Hour), res: instVar(map[string]any{"preview": "open"}), action: ActRetry, at: t0.Add(3 * time.Hour), why: WhyPeriod,
-			phase: api.CleanerPending, resolved: true},
+			phase: api.CleanerPending, resolved: true, search: "do not all hold within the search horizon of 8760h0m0s"},
+		{name: "false and monotonic, failing at a time searched: the period, saying so",
+			cleaner: testCleaner(time.Hour, true, `time > timestamp("`+deadline.Format(time.RFC3339)+`") && inst.metadata.labels["x"] == "y"`),
+			now:     t0.Add(2 * time.Hour), res: instVar(map[string]any{"preview": "open"}), action: ActRetry, at: t0.Add(3 * time.Hour), why: WhyPeriod,
+			phase: api.CleanerPending, resolved: true, search: "a condition failed to evaluate at a time searched"},
 		{name: "unresolvable target: failed, retry after the period", cleaner: testCleaner(time.Hour, false, closed),
 			now: t0.Add(2 * time.Hour), resErr: fmt.Errorf("target inst: %w", ErrUnresolvable), action: ActRetry,
 			at: t0.Add(3 * time.Hour), why: WhyPeriod, phase: api.CleanerFailed, reason: api.CleanerReasonUnresolvableTarget},
@@ -101,6 +106,9 @@ func TestDecide_FollowsEachBranchOfTheSeed(t *testing.T) {
 			}
 			if (d.LastError == nil) != (c.reason == "") || d.LastError != nil && d.LastError.Reason != c.reason {
 				t.Fatalf("lastError = %+v, want reason %q", d.LastError, c.reason)
+			}
+			if !strings.Contains(d.Search, c.search) || (c.search == "") != (d.Search == "") {
+				t.Fatalf("search = %q, want it to say %q", d.Search, c.search)
 			}
 			if c.resolved && strings.Join(d.Resolution.Resolved(), ",") != "Installation/preview-42" {
 				t.Fatalf("resolved = %v", d.Resolution.Resolved())

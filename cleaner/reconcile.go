@@ -171,6 +171,7 @@ func statusFor(cl *api.Cleaner, d Decision, now time.Time) api.CleanerStatus {
 			}
 			ev.Results = append(ev.Results, cr)
 		}
+		ev.Search = d.Search
 		st.LastEvaluation = ev
 	case d.LastError != nil && d.LastError.Reason != api.CleanerReasonDeleteFailed:
 		// Not evaluated: the targets or the conditions failed first.
@@ -261,6 +262,9 @@ func explain(ctx context.Context, cl *api.Cleaner, d Decision, now time.Time) {
 		trace.Exit(ctx, "%s (%s): %s; next evaluation at %s (%s)", d.Phase, d.LastError.Reason, d.LastError.Message,
 			d.At.Format(time.RFC3339), d.Why)
 	default:
+		if d.Search != "" {
+			trace.Check(ctx, "%s", d.Search)
+		}
 		trace.Exit(ctx, "%s: %s; next evaluation at %s (%s)", d.Phase, falseOnes(d.Results),
 			d.At.Format(time.RFC3339), d.Why)
 	}

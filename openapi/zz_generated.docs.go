@@ -112,6 +112,7 @@ var apiDocs = &docgen.Docs{
 		"BlueprintSpec.Subinstallations":         "Subinstallations are templates of nested Installations.",
 		"CleanerEvaluation.Error":                "Error is the first failure, naming its condition; empty when every condition gave a boolean.",
 		"CleanerEvaluation.Results":              "Results holds one entry per condition, in order (conditions after the first false or failed one are still evaluated).",
+		"CleanerEvaluation.Search":               "Search says why the monotonic search for the earliest time every condition holds found none (beyond its horizon, over its time limit, a condition that failed at a time searched), so that retry.period applies; empty when it found one or none was made.",
 		"CleanerRetry.Monotonic":                 "Monotonic asserts that once the conditions hold at some time they hold at every later time, the targets unchanged: the Cleaner then searches for the earliest time they hold and evaluates again then, falling back to Period when none is found within its horizon.",
 		"CleanerRetry.Period":                    "Period is the delay before conditions that were not all true are evaluated again; default 1h.",
 		"CleanerSpec.Conditions":                 "Conditions are CEL expressions that must all be true. Each sees `time` (a timestamp: the evaluation's time) and one variable per evaluated target, named by the target. No condition is always true.",

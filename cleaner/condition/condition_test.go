@@ -106,13 +106,15 @@ func TestEarliestTrue_FindsTheTimeOfMonotonicConditionsAndNothingElse(t *testing
 		name  string
 		cond  string
 		found bool
+		why   error // when not found
 	}{
-		{"time after a timestamp", `time > timestamp("` + at.Format(time.RFC3339) + `")`, true},
+		{"time after a timestamp", `time > timestamp("` + at.Format(time.RFC3339) + `")`, true, nil},
 		{"age of a target", `time - timestamp(inst.metadata.creationTimestamp) >= duration("` +
-			at.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).String() + `")`, true},
-		{"never within the horizon", `time > timestamp("2030-01-01T00:00:00Z")`, false},
-		{"not about time", `inst.metadata.labels["preview"] == "closed"`, false},
-		{"failing", `inst.metadata.labels.missing`, false},
+			at.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).String() + `")`, true, nil},
+		{"never within the horizon", `time > timestamp("2030-01-01T00:00:00Z")`, false, ErrBeyondHorizon},
+		{"not about time", `inst.metadata.labels["preview"] == "closed"`, false, ErrSearchEval},
+		{"not about time, holding never", `has(inst.metadata.labels) && false`, false, ErrBeyondHorizon},
+		{"failing", `inst.metadata.labels.missing`, false, ErrSearchEval},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -120,9 +122,10 @@ func TestEarliestTrue_FindsTheTimeOfMonotonicConditionsAndNothingElse(t *testing
 			if err != nil || issues != nil {
 				t.Fatal(issues, err)
 			}
-			got, ok := set.EarliestTrue(context.Background(), map[string]any{"inst": obj(map[string]any{})}, from)
-			if ok != c.found {
-				t.Fatalf("found = %v (%s), want %v", ok, got, c.found)
+			got, err := set.EarliestTrue(context.Background(), map[string]any{"inst": obj(map[string]any{})}, from)
+			ok := err == nil
+			if ok != c.found || (!ok && !errors.Is(err, c.why)) {
+				t.Fatalf("found = %v (%s, %v), want %v (%v)", ok, got, err, c.found, c.why)
 			}
 			if ok && (got.Before(at) || got.Sub(at) > 2*Precision) {
 				t.Fatalf("found %s, want within %s after %s", got, Precision, at)

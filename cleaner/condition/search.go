@@ -2,7 +2,21 @@ package condition
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
+)
+
+// Why a search found no time: the caller falls back to its retry period
+// and says which of these it was (errors.Is).
+var (
+	// ErrBeyondHorizon: the conditions do not all hold at the end of the
+	// horizon.
+	ErrBeyondHorizon = fmt.Errorf("the conditions do not all hold within the search horizon of %s", Horizon)
+	// ErrSearchTimeout: the search took longer than SearchTimeout.
+	ErrSearchTimeout = fmt.Errorf("the search took longer than its limit of %s", SearchTimeout)
+	// ErrSearchEval: a condition failed to evaluate at a time searched.
+	ErrSearchEval = errors.New("a condition failed to evaluate at a time searched")
 )
 
 // The bounds of the search for the earliest time monotonic conditions
@@ -26,38 +40,48 @@ const (
 // which every condition holds over vars, assuming they are monotonic in
 // `time` (false, then true for ever after, the targets unchanged). It
 // returns a time at most 2×Precision after that earliest one (a whole
-// second), and true; or
-// false when the conditions do not all hold at from+Horizon, when any
-// evaluation fails, or when the search takes longer than SearchTimeout (the
-// caller then falls back to its retry period). For
-// conditions that are not monotonic the time found is merely one at which
-// they hold, which is harmless: they are evaluated again then.
-func (s *Set) EarliestTrue(ctx context.Context, vars map[string]any, from time.Time) (time.Time, bool) {
-	ctx, cancel := context.WithTimeout(ctx, SearchTimeout)
+// second); or, when it finds none, why: ErrBeyondHorizon when the
+// conditions do not all hold at from+Horizon, ErrSearchEval when an
+// evaluation fails, ErrSearchTimeout when the search takes longer than
+// SearchTimeout (the caller then falls back to its retry period, and
+// says why). For conditions that are not monotonic the time found is
+// merely one at which they hold, which is harmless: they are evaluated
+// again then.
+func (s *Set) EarliestTrue(ctx context.Context, vars map[string]any, from time.Time) (time.Time, error) {
+	sctx, cancel := context.WithTimeout(ctx, SearchTimeout)
 	defer cancel()
 	act := activation(s.Vars, vars, from)
-	holds := func(t time.Time) (ok, failed bool) {
+	holds := func(t time.Time) (bool, error) {
 		act[VarTime] = t
 		for _, p := range s.Programs {
-			r := p.eval(ctx, act)
-			if r.Err != nil {
-				return false, true
-			}
-			if !r.Value {
-				return false, false
+			r := p.eval(sctx, act)
+			switch {
+			case r.Err != nil && sctx.Err() != nil && ctx.Err() == nil:
+				return false, ErrSearchTimeout
+			case r.Err != nil:
+				return false, fmt.Errorf("%w (%s): %v", ErrSearchEval, t.UTC().Format(time.RFC3339), r.Err)
+			case !r.Value:
+				return false, nil
 			}
 		}
-		return true, false
+		return true, nil
 	}
 	lo, hi := from, from.Add(Horizon)
-	if ok, _ := holds(hi); !ok {
-		return time.Time{}, false
+	ok, err := holds(hi)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !ok {
+		return time.Time{}, ErrBeyondHorizon
 	}
 	for hi.Sub(lo) > Precision {
+		if sctx.Err() != nil && ctx.Err() == nil {
+			return time.Time{}, ErrSearchTimeout
+		}
 		mid := lo.Add(hi.Sub(lo) / 2)
-		ok, failed := holds(mid)
-		if failed {
-			return time.Time{}, false
+		ok, err := holds(mid)
+		if err != nil {
+			return time.Time{}, err
 		}
 		if ok {
 			hi = mid
@@ -70,5 +94,5 @@ func (s *Set) EarliestTrue(ctx context.Context, vars map[string]any, from time.T
 	if r := hi.Truncate(Precision); r.Before(hi) {
 		hi = r.Add(Precision)
 	}
-	return hi, true
+	return hi, nil
 }
