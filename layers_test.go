@@ -88,7 +88,7 @@ var allowed = map[string][]string{
 	"store/storetest":   {"store"},
 	"server/servertest": {"api", "auth", "authz", "client", "identity", "kinds", "pki", "registry", "server", "store", "store/storetest"},
 	"cli/clitest":       {"cli", "client", "daemon"},
-	"internal/testkit":  {"api", "client", "identity", "registry", "kinds", "server/servertest", "store/storetest"},
+	"internal/testkit":  {"api", "client", "identity", "pki", "registry", "kinds", "server/servertest", "store/storetest"},
 	"internal/deploytest": {"api", "client", "client/local", "deployitem", "gc", "identity", "internal/testkit", "manager",
 		"runtime", "server/servertest", "trace"},
 	"internal/failovertest": {"api", "client", "client/local", "gc", "identity", "internal/testkit", "manager", "server/servertest"},

@@ -1,0 +1,93 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/auth"
+	"cairn.dev/cairn/controllers"
+	"cairn.dev/cairn/daemon"
+	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/lease"
+	"cairn.dev/cairn/manager"
+	"cairn.dev/cairn/store/storetest"
+)
+
+// TestForward_FollowerForwardsToTheLeadingServerAsTheCaller: a pure API
+// server forwards trace requests to the server that leads the
+// controllers, which answers them for the caller the follower asserts:
+// an admin gets the trace, a worker what its scope grants. The leader
+// believes the asserted caller from a cairn peer only.
+func TestForward_FollowerForwardsToTheLeadingServerAsTheCaller(t *testing.T) {
+	_, endpoint := storetest.Start(t)
+	key := filepath.Join(t.TempDir(), "shared.key")
+	lead := start(t, daemon.Options{DataDir: dataDir(t), EtcdEndpoints: []string{endpoint}, EncryptionKeyFile: key,
+		Controllers: controllers.List(controllers.Config{}), LeaderTTL: 2 * time.Second})
+	follow := start(t, daemon.Options{DataDir: dataDir(t), EtcdEndpoints: []string{endpoint}, EncryptionKeyFile: key})
+	ctx := context.Background()
+	c := httpClient(t, follow)
+	testkit.Eventually(t, 15*time.Second, "the server with controllers to lead", func() bool {
+		id, _ := lease.Current(ctx, c, manager.LeaseName)
+		return id == lead.URL()
+	})
+	if _, err := c.Create(ctx, testkit.Object(api.KindNamespace, "", "demo")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, testkit.Secret("demo", "s", password())); err != nil {
+		t.Fatal(err)
+	}
+	worker := identity.User{Name: "event:demo/e1", Scope: "demo/e1"}
+	workerToken, err := auth.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := auth.New(follow.Store()).Register(ctx, workerToken, worker); err != nil {
+		t.Fatal(err)
+	}
+	trace := api.BasePath + "/namespaces/demo/secrets/s/trace"
+
+	// Through the follower, which does not lead.
+	hc := testkit.HTTPClient(t, follow.ClientConfig())
+	for _, tc := range []struct {
+		name, token string
+		code        int
+	}{
+		{"admin", follow.Token(), http.StatusOK},
+		{"worker that may not read Secrets", workerToken, http.StatusForbidden},
+		{"no token", "", http.StatusUnauthorized},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, follow.URL()+trace, nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr api.Trace
+		_ = json.NewDecoder(resp.Body).Decode(&tr)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || (tc.code == http.StatusOK && (tr.Kind != api.KindTrace || tr.Object.Name != "s")) {
+			t.Errorf("%s: GET %s on the follower = %d %+v, want %d", tc.name, trace, resp.StatusCode, tr.Object, tc.code)
+		}
+	}
+
+	// At the leader, as the follower reaches it: the asserted caller is
+	// authorized as itself, and only from a cairn peer.
+	peer := testkit.PeerClient(t, lead.ClientConfig(), testkit.PeerCertificate(t, follow.ClientConfig()))
+	if code := testkit.AsPeer(t, peer, lead.URL()+trace, auth.AdminUser()); code != http.StatusOK {
+		t.Errorf("a peer asserting an admin at the leader: %d, want 200", code)
+	}
+	if code := testkit.AsPeer(t, peer, lead.URL()+trace, worker); code != http.StatusForbidden {
+		t.Errorf("a peer asserting a worker at the leader: %d, want 403", code)
+	}
+	if code := testkit.AsPeer(t, hc, lead.URL()+trace, auth.AdminUser()); code != http.StatusUnauthorized {
+		t.Errorf("a client without a peer certificate asserting an admin at the leader: %d, want 401", code)
+	}
+}
