@@ -209,6 +209,10 @@ func listen(ctx context.Context, f *flags, apiTLS *tls.Config, token string, log
 	url := scheme + l.Addr().String()
 	if f.advertise != "" {
 		url = strings.TrimSuffix(f.advertise, "/")
+		if p != nil && strings.HasPrefix(url, "http://") {
+			log.Warn("--advertise-url is http://, but this process serves HTTPS: API servers will not forward trace "+
+				"requests to it; advertise https://", "advertise", url)
+		}
 	}
 	return l, url, p, nil
 }
