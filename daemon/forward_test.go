@@ -2,8 +2,11 @@ package daemon_test
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/manager"
+	"cairn.dev/cairn/pki"
 	"cairn.dev/cairn/store/storetest"
 )
 
@@ -90,4 +94,65 @@ func TestForward_FollowerForwardsToTheLeadingServerAsTheCaller(t *testing.T) {
 	if code := testkit.AsPeer(t, hc, lead.URL()+trace, auth.AdminUser()); code != http.StatusUnauthorized {
 		t.Errorf("a client without a peer certificate asserting an admin at the leader: %d, want 401", code)
 	}
+}
+
+// TestForward_LeaderWithItsOwnServingCertificateStillAnswersPeers: a
+// leading server that shows its clients an operator's certificate
+// (--tls-cert-file, another CA) answers peers with its peer certificate,
+// so that a follower's forwarding reaches it.
+func TestForward_LeaderWithItsOwnServingCertificateStillAnswersPeers(t *testing.T) {
+	certFile, keyFile := operatorCertificate(t)
+	_, endpoint := storetest.Start(t)
+	key := filepath.Join(t.TempDir(), "shared.key")
+	lead := start(t, daemon.Options{DataDir: dataDir(t), EtcdEndpoints: []string{endpoint}, EncryptionKeyFile: key,
+		Controllers: controllers.List(controllers.Config{}), LeaderTTL: 2 * time.Second, TLSCertFile: certFile, TLSKeyFile: keyFile})
+	follow := start(t, daemon.Options{DataDir: dataDir(t), EtcdEndpoints: []string{endpoint}, EncryptionKeyFile: key})
+	ctx := context.Background()
+	c := httpClient(t, follow)
+	testkit.Eventually(t, 15*time.Second, "the server with controllers to lead", func() bool {
+		id, _ := lease.Current(ctx, c, manager.LeaseName)
+		return id == lead.URL()
+	})
+	if _, err := c.Create(ctx, testkit.Object(api.KindNamespace, "", "demo")); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, follow.URL()+api.BasePath+"/namespaces/demo/trace", nil)
+	req.Header.Set("Authorization", "Bearer "+follow.Token())
+	resp, err := testkit.HTTPClient(t, follow.ClientConfig()).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr api.Trace
+	_ = json.NewDecoder(resp.Body).Decode(&tr)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || tr.Kind != api.KindTrace {
+		t.Errorf("GET the trace through the follower = %d %+v, want 200 and a Trace", resp.StatusCode, tr)
+	}
+}
+
+// operatorCertificate writes a serving certificate for 127.0.0.1 of a CA
+// that is not cairn's, and its key, as an operator would supply them.
+func operatorCertificate(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	ca, err := pki.NewCA("operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.Issue([]string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
 }
