@@ -25,8 +25,9 @@ import (
 // sends no bearer token: it asserts the caller it authenticated in
 // identity.PeerHeader. A server believes that header only from a client
 // whose certificate is a peer certificate of cairn's CA, and authorizes
-// the asserted caller as it would the caller itself; from any other
-// client the header is ignored.
+// the asserted caller as it would the caller itself (the forwarding
+// server authenticated it: its token, and a worker token's event); from
+// any other client the header is ignored.
 
 // Peer is a server's part among cairn's processes (Options.Peer).
 type Peer struct {
