@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"kinds":                        {"api", "authz", "identity", "registry", "cleaner/condition", "blueprint"},
 	"auth":                         {"api", "identity", "store", "internal/privfile"},
 	"authz":                        {"api", "identity"},
-	"server":                       {"api", "auth", "authz", "column", "identity", "registry", "kinds", "store", "server", "trace"},
+	"server":                       {"api", "auth", "authz", "column", "identity", "pki", "registry", "kinds", "store", "server", "trace"},
 	// A kind's printer columns rendered: cairn get's cells and the
 	// server's Tables.
 	"column":       {"api"},
@@ -48,7 +48,7 @@ var allowed = map[string][]string{
 	"controller":   {"api", "client", "informer", "trace"},
 	"trace":        {"api"},
 	"lease":        {"api", "client"},
-	"manager":      {"api", "client", "informer", "controller", "trace", "lease", "runtime"},
+	"manager":      {"api", "client", "identity", "informer", "controller", "pki", "trace", "lease", "runtime"},
 	// The cleaner's conditions: pure CEL, shared by admission (kinds) and
 	// the controller.
 	"cleaner/condition": {},
@@ -76,7 +76,7 @@ var allowed = map[string][]string{
 	// The process wiring: it builds every layer below the CLI.
 	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "event", "gc", "identity", "kinds", "pki",
 		"leader", "lease", "manager", "registry", "runtime", "runtime/local", "server", "store", "trace", "internal/privfile"},
-	"cli": {"api", "client", "cli", "column", "controllers", "daemon", "deployitem", "manager", "runtime", "runtime/local", "trace",
+	"cli": {"api", "client", "cli", "column", "controllers", "daemon", "deployitem", "manager", "pki", "runtime", "runtime/local", "trace",
 		"internal/privfile", "internal/gopace"},
 	"cmd":   {"cli"},
 	"bench": {}, // benchmarks: tests only
@@ -88,7 +88,7 @@ var allowed = map[string][]string{
 	"store/storetest":   {"store"},
 	"server/servertest": {"api", "auth", "authz", "client", "identity", "kinds", "pki", "registry", "server", "store", "store/storetest"},
 	"cli/clitest":       {"cli", "client", "daemon", "internal/testkit"},
-	"internal/testkit":  {"api", "client", "identity", "registry", "kinds", "server/servertest", "store/storetest"},
+	"internal/testkit":  {"api", "client", "identity", "pki", "registry", "kinds", "server/servertest", "store/storetest"},
 	"internal/deploytest": {"api", "client", "client/local", "deployitem", "gc", "identity", "internal/testkit", "manager",
 		"runtime", "server/servertest", "trace"},
 	"internal/failovertest": {"api", "client", "client/local", "gc", "identity", "internal/testkit", "manager", "server/servertest"},

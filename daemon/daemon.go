@@ -261,7 +261,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	if d.listener, err = net.Listen("tcp", opts.Listen); err != nil {
 		return d, fmt.Errorf("daemon: listen on %s: %w", opts.Listen, err)
 	}
-	serveTLS, peerTLS, err := d.setupTLS(ctx)
+	serveTLS, peer, err := d.setupTLS(ctx)
 	if err != nil {
 		d.listener.Close()
 		return d, err
@@ -293,7 +293,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		events.Bind(d.registry, nil)
 	}
 	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log,
-		Traces: traceSource{d}, BodyReadTimeout: opts.BodyReadTimeout, StoreTimeout: opts.StoreTimeout, TLS: serveTLS, PeerTLS: peerTLS,
+		Traces: traceSource{d}, BodyReadTimeout: opts.BodyReadTimeout, StoreTimeout: opts.StoreTimeout, TLS: serveTLS, Peer: peer,
 		MaxRequestsInflight: opts.MaxRequestsInflight, MaxWatches: opts.MaxWatches, WriteTimeout: opts.WriteTimeout})
 	if err != nil {
 		return d, err

@@ -15,6 +15,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/internal/privfile"
 	"cairn.dev/cairn/pki"
+	"cairn.dev/cairn/server"
 )
 
 // TLS by default: every server of a store serves HTTPS with a certificate
@@ -25,7 +26,9 @@ import (
 // <data dir>/ca.crt (for CAIRN_CA_FILE) and into the client config and the
 // kubeconfig the server writes. With the user's own certificate
 // (Options.TLSCertFile) the configs carry no CA: clients verify it with
-// the system's roots. Options.InsecureHTTP serves plain HTTP.
+// the system's roots. Options.InsecureHTTP serves plain HTTP. Between
+// cairn's processes, peer certificates of the CA prove who is a cairn
+// process (package pki, server/peer.go).
 
 // caSecret names the authority among the store's system secrets.
 const caSecret = "tls-ca"
@@ -34,34 +37,34 @@ const caSecret = "tls-ca"
 const CAFileName = "ca.crt"
 
 // setupTLS prepares the server's TLS: its configuration (nil for plain
-// HTTP) and the client configuration its requests to other servers use.
-func (d *Daemon) setupTLS(ctx context.Context) (serve, peer *tls.Config, err error) {
+// HTTP) and its part among cairn's processes (nil for plain HTTP: such a
+// server forwards no trace requests and believes no peer). Every server
+// with TLS, its own certificate or the user's, holds a peer certificate of
+// the store's CA, which it serves to peers (who ask for pki.PeerName) and
+// presents when it forwards a request.
+func (d *Daemon) setupTLS(ctx context.Context) (serve *tls.Config, peer *server.Peer, err error) {
 	o := d.opts
-	switch {
-	case o.InsecureHTTP:
+	if o.InsecureHTTP {
 		return nil, nil, nil
-	case o.TLSCertFile != "" || o.TLSKeyFile != "":
+	}
+	ca, err := d.loadCA(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	hosts := pki.Hosts(d.listener.Addr().String(), advertisedHost(o.AdvertiseURL))
+	peerCert, err := ca.IssuePeer(hosts)
+	if err != nil {
+		return nil, nil, err
+	}
+	peer = &server.Peer{CA: ca, Cert: peerCert}
+	if o.TLSCertFile != "" || o.TLSKeyFile != "" {
 		cert, err := tls.LoadX509KeyPair(o.TLSCertFile, o.TLSKeyFile)
 		if err != nil {
 			return nil, nil, fmt.Errorf("daemon: load the TLS certificate and key: %w", err)
 		}
-		return pki.ServerConfig(cert), nil, nil
+		return pki.PeerServerConfig(cert, peerCert, ca.Pool()), peer, nil
 	}
-	raw, err := d.registry.SystemSecret(ctx, caSecret, func() ([]byte, error) {
-		ca, err := pki.NewCA("cairn")
-		if err != nil {
-			return nil, err
-		}
-		return ca.Encode()
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("daemon: the TLS certificate authority: %w", err)
-	}
-	ca, err := pki.DecodeCA(raw)
-	if err != nil {
-		return nil, nil, fmt.Errorf("daemon: the TLS certificate authority: %w", err)
-	}
-	cert, err := ca.Issue(pki.Hosts(d.listener.Addr().String(), advertisedHost(o.AdvertiseURL)))
+	cert, err := ca.Issue(hosts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -70,11 +73,26 @@ func (d *Daemon) setupTLS(ctx context.Context) (serve, peer *tls.Config, err err
 	if err := privfile.Write(d.caFile, ca.CertPEM); err != nil {
 		return nil, nil, fmt.Errorf("daemon: write %s: %w", d.caFile, err)
 	}
-	pool, err := pki.Pool(ca.CertPEM)
+	return pki.PeerServerConfig(cert, peerCert, ca.Pool()), peer, nil
+}
+
+// loadCA reads the store's CA, creating it when there is none yet.
+func (d *Daemon) loadCA(ctx context.Context) (*pki.CA, error) {
+	raw, err := d.registry.SystemSecret(ctx, caSecret, func() ([]byte, error) {
+		ca, err := pki.NewCA("cairn")
+		if err != nil {
+			return nil, err
+		}
+		return ca.Encode()
+	})
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("daemon: the TLS certificate authority: %w", err)
 	}
-	return pki.ServerConfig(cert), &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+	ca, err := pki.DecodeCA(raw)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: the TLS certificate authority: %w", err)
+	}
+	return ca, nil
 }
 
 // advertisedHost is the host of the advertised URL, "" when there is none.

@@ -8,7 +8,12 @@
 // default.
 package identity
 
-import "context"
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+)
 
 // User is an authenticated caller.
 type User struct {
@@ -37,3 +42,40 @@ func From(ctx context.Context) (User, bool) {
 // System is the identity in-process controllers act as when they are
 // built with it explicitly (an admin). Nothing falls back to it.
 func System() User { return User{Name: "system:controllers", Admin: true} }
+
+// PeerHeader carries, from one cairn process to another, the caller a
+// request is made for (EncodeHeader). A process believes it only on a
+// connection whose client presented a cairn peer certificate (package
+// pki): from anyone else it is ignored, and the request is authenticated
+// by its own bearer token.
+const PeerHeader = "X-Cairn-Peer-Identity"
+
+// EncodeHeader is u as the value of PeerHeader: base64url of its JSON.
+func EncodeHeader(u User) string {
+	b, _ := json.Marshal(headerUser{Name: u.Name, Admin: u.Admin, Scope: u.Scope}) // plain strings and a bool
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeHeader reads what EncodeHeader wrote. Errors: ErrBadHeader for
+// anything else, or a user without a name.
+func DecodeHeader(v string) (User, error) {
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return User{}, ErrBadHeader
+	}
+	var h headerUser
+	if err := json.Unmarshal(b, &h); err != nil || h.Name == "" {
+		return User{}, ErrBadHeader
+	}
+	return User(h), nil
+}
+
+// ErrBadHeader is DecodeHeader's error.
+var ErrBadHeader = errors.New("identity: malformed " + PeerHeader + " header")
+
+// headerUser is User's wire form in PeerHeader.
+type headerUser struct {
+	Name  string `json:"name"`
+	Admin bool   `json:"admin,omitempty"`
+	Scope string `json:"scope,omitempty"`
+}

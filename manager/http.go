@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
@@ -16,6 +17,8 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/pki"
 )
 
 // HandlerOptions configures the HTTP handler of a controller process.
@@ -26,6 +29,13 @@ type HandlerOptions struct {
 	HTTPClient *http.Client
 	// Metrics is what /metrics serves.
 	Metrics prometheus.Gatherer
+	// Peers is cairn's CA: a client whose TLS certificate is a peer
+	// certificate of it (an API server forwarding a trace request) may
+	// assert its caller in identity.PeerHeader instead of sending a token;
+	// the assertion is relayed to the API server, which believes it only
+	// when HTTPClient presents this process's own peer certificate. Nil:
+	// the header is ignored.
+	Peers *x509.CertPool
 }
 
 // Handler serves what a separate controller process offers on its own
@@ -36,7 +46,7 @@ type HandlerOptions struct {
 //
 // It keeps no tokens of its own: every request but /healthz and /readyz
 // is authenticated and authorized by the API server, with the caller's
-// bearer token. Whoever may read an object there may read its trace here;
+// bearer token or, from a cairn peer, the caller it asserts. Whoever may read an object there may read its trace here;
 // /metrics needs a token that may read the controllers' Lease (scoped
 // worker tokens may not).
 func (m *Manager) Handler(opts HandlerOptions) http.Handler {
@@ -69,18 +79,22 @@ type handler struct {
 // token, a token the server rejects, a caller it forbids, a server that
 // does not answer) it writes that answer and returns ok false.
 func (h *handler) allowed(w http.ResponseWriter, r *http.Request, p string) (exists, ok bool) {
-	scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !found || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="cairn"`)
-		writeStatus(w, api.NewStatus(api.ReasonUnauthorized, "missing bearer token: send \"Authorization: Bearer <token>\""))
-		return false, false
-	}
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, strings.TrimSuffix(h.opts.Server, "/")+p, nil)
 	if err != nil {
 		writeStatus(w, api.NewStatus(api.ReasonUnavailable, "the API server address is not usable"))
 		return false, false
 	}
-	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(token))
+	if caller, asserted := h.peerCaller(r); asserted {
+		req.Header.Set(identity.PeerHeader, identity.EncodeHeader(caller))
+	} else {
+		scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !found || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="cairn"`)
+			writeStatus(w, api.NewStatus(api.ReasonUnauthorized, "missing bearer token: send \"Authorization: Bearer <token>\""))
+			return false, false
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(token))
+	}
 	resp, err := h.opts.HTTPClient.Do(req)
 	if err != nil {
 		writeStatus(w, api.NewStatus(api.ReasonUnavailable, "the API server does not answer"))
@@ -102,6 +116,21 @@ func (h *handler) allowed(w http.ResponseWriter, r *http.Request, p string) (exi
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(body)
 	return false, false
+}
+
+// peerCaller returns the caller r asserts in identity.PeerHeader when its
+// client proved with its TLS certificate to be a cairn peer; false when r
+// asserts none or comes from anyone else (the header is then ignored).
+func (h *handler) peerCaller(r *http.Request) (identity.User, bool) {
+	v := r.Header.Get(identity.PeerHeader)
+	if v == "" || h.opts.Peers == nil || r.TLS == nil {
+		return identity.User{}, false
+	}
+	if pki.VerifyPeer(r.TLS.PeerCertificates, h.opts.Peers, x509.ExtKeyUsageClientAuth) != nil {
+		return identity.User{}, false
+	}
+	u, err := identity.DecodeHeader(v)
+	return u, err == nil
 }
 
 // kind resolves a plural through the API's discovery, asked once and

@@ -76,10 +76,11 @@ type Options struct {
 	// TLS, when set, makes Serve speak HTTPS with it (pki.ServerConfig);
 	// nil serves plain HTTP.
 	TLS *tls.Config
-	// PeerTLS is the client TLS configuration of requests to other cairn
-	// processes (trace requests forwarded to the controllers' leader): it
-	// trusts the CA they serve with. Nil trusts the system's roots.
-	PeerTLS *tls.Config
+	// Peer is how this server deals with other cairn processes (peer.go):
+	// it forwards trace requests only to them, believes the caller they
+	// assert only from them, and signs their peer certificates. Nil: it
+	// forwards nothing, believes no asserted caller and signs nothing.
+	Peer *Peer
 
 	// Memory per request (limits.go). MaxRequestsInflight caps the API
 	// requests served at once, watches and other long-running responses
@@ -110,7 +111,8 @@ type Server struct {
 
 	mu      sync.Mutex
 	streams map[*stream]struct{}
-	// forwarder relays trace requests to the controllers' leader.
+	// forwarder relays trace requests to the controllers' leader, a
+	// verified cairn peer; nil without Options.Peer.
 	forwarder *http.Client
 
 	// openapi serves the OpenAPI documents, built on their first request.
@@ -156,10 +158,8 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: register metrics: %w", err)
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = opts.PeerTLS
 	return &Server{opts: opts, reg: opts.Registry, auth: opts.Auth, log: opts.Logger,
-		metrics: m, inflight: lim, streams: map[*stream]struct{}{}, forwarder: &http.Client{Timeout: 10 * time.Second, Transport: tr}}, nil
+		metrics: m, inflight: lim, streams: map[*stream]struct{}{}, forwarder: opts.Peer.client()}, nil
 }
 
 // ServeHTTP serves one request. It blocks until the response is complete:
@@ -194,6 +194,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if s.serveDiscoveryPath(sw, r) {
 			return
 		}
+		if p == api.PeerCertificatePath {
+			s.servePeerCertificate(sw, r)
+			return
+		}
 		if strings.HasPrefix(p, "/openapi/") {
 			s.serveOpenAPI(sw, r)
 			return
@@ -212,7 +216,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // authenticate checks the bearer token and returns the request with the
 // caller in its context; on failure it writes the error and returns false.
+// A request from a verified cairn peer carries its caller in
+// identity.PeerHeader instead (peerCaller).
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	if u, ok := s.peerCaller(r); ok {
+		return r.WithContext(identity.With(r.Context(), u)), true
+	}
 	h := r.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/identity"
 )
 
 // traceSubresource is the path segment of an object's trace:
@@ -42,7 +43,8 @@ type TraceSource interface {
 // controllers took in the last reconciles of the object. Whoever may read
 // the object may read its trace. The traces are served from this process
 // when it leads the controllers, else the request is forwarded to the
-// leader with the caller's credentials.
+// leader, a verified cairn peer, for the caller (peer.go); the caller's
+// bearer token is never sent on.
 func (s *Server) serveTrace(w *statusWriter, r *http.Request, rt *route) {
 	ctx := r.Context()
 	_, err := s.reg.Get(ctx, rt.kind.Kind, rt.ns, rt.name)
@@ -84,9 +86,15 @@ func (s *Server) serveTrace(w *statusWriter, r *http.Request, rt *route) {
 	s.forwardTrace(w, r, leader)
 }
 
-// forwardTrace relays the request to the leader at base and copies its
-// answer.
+// forwardTrace relays the request to the leader at base, a cairn peer
+// proven in the TLS handshake, asserting the caller in
+// identity.PeerHeader, and copies its answer. An address that is no such
+// peer is refused (503) before anything is sent.
 func (s *Server) forwardTrace(w *statusWriter, r *http.Request, base string) {
+	if err := s.checkPeerAddress(base); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	u := strings.TrimSuffix(base, "/") + r.URL.Path
@@ -95,13 +103,14 @@ func (s *Server) forwardTrace(w *statusWriter, r *http.Request, base string) {
 		s.writeError(w, r, unavailable(fmt.Sprintf("the controllers' leader has an unusable address %q", base)))
 		return
 	}
-	req.Header.Set("Authorization", r.Header.Get("Authorization"))
+	caller, _ := identity.From(r.Context())
+	req.Header.Set(identity.PeerHeader, identity.EncodeHeader(caller))
 	req.Header.Set(ForwardedHeader, "1")
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.forwarder.Do(req)
 	if err != nil {
 		s.log.Warn("cannot forward a trace request to the controllers' leader", "leader", base, "err", err)
-		s.writeError(w, r, unavailable(fmt.Sprintf("cannot reach the controllers' leader at %s; try again", base)))
+		s.writeError(w, r, peerRefusal(base, err))
 		return
 	}
 	defer resp.Body.Close()

@@ -6,6 +6,8 @@ package controllermanager
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +32,7 @@ import (
 	"cairn.dev/cairn/internal/gopace"
 	"cairn.dev/cairn/internal/privfile"
 	"cairn.dev/cairn/manager"
+	"cairn.dev/cairn/pki"
 	rtlocal "cairn.dev/cairn/runtime/local"
 )
 
@@ -65,7 +68,10 @@ take over when it stops or dies.
 
 It serves /healthz, /readyz, /metrics and the traces of its controllers
 (which API servers forward 'cairn explain' requests to) on --listen;
-everything but the probes needs a bearer token the API server accepts.`,
+everything but the probes needs a bearer token the API server accepts.
+At start it obtains a peer certificate of cairn's CA from the API server
+(the token must be an admin's) and serves HTTPS with it: API servers
+forward trace requests only to a process that proves to be cairn's so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), f, cmd.ErrOrStderr()) },
 	}
@@ -74,7 +80,7 @@ everything but the probes needs a bearer token the API server accepts.`,
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token the controllers act with (required; mode 0600)")
 	fs.StringVar(&f.caFile, "certificate-authority", "", "PEM file of the CA the server's certificate is issued by (the server's <data-dir>/ca.crt; default the system's roots)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:7071", "address for health, metrics and traces")
-	fs.StringVar(&f.advertise, "advertise-url", "", "URL API servers reach this process at, to forward trace requests (default the --listen address)")
+	fs.StringVar(&f.advertise, "advertise-url", "", "URL API servers reach this process at, to forward trace requests (default the --listen address; https:// once it holds a peer certificate)")
 	fs.StringVar(&f.controllers, "controllers", "true", "which controllers to run: true (all) or a list ("+strings.Join(controllers.Names(), ",")+")")
 	fs.DurationVar(&f.leaderTTL, "leader-ttl", 5*time.Second, "how long a dead leader blocks failover")
 	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
@@ -136,13 +142,9 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	l, err := net.Listen("tcp", f.listen)
+	l, url, p, err := listen(ctx, f, tlsConfig, token, log)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", f.listen, err)
-	}
-	url := "http://" + l.Addr().String()
-	if f.advertise != "" {
-		url = strings.TrimSuffix(f.advertise, "/")
+		return err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -160,7 +162,11 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsConfig
-	hs := &http.Server{Handler: m.Handler(manager.HandlerOptions{Server: f.server, Metrics: reg,
+	var peers *x509.CertPool
+	if p != nil {
+		tr.TLSClientConfig, peers = p.apiConfig(tlsConfig), p.roots
+	}
+	hs := &http.Server{Handler: m.Handler(manager.HandlerOptions{Server: f.server, Metrics: reg, Peers: peers,
 		HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: tr}}),
 		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	serveErr := make(chan error, 1)
@@ -181,6 +187,41 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 	_ = hs.Shutdown(sctx)
 	log.Info("cairn controller-manager stopped")
 	return err
+}
+
+// listen opens the manager's listener on --listen and returns it with the
+// URL API servers reach it at and its peer certificate. With a peer
+// certificate from the API server (obtainPeer) it serves HTTPS with it;
+// without one it serves plain HTTP, and warns that API servers will not
+// forward trace requests to it. Errors: the address cannot be listened
+// on.
+func listen(ctx context.Context, f *flags, apiTLS *tls.Config, token string, log *slog.Logger) (net.Listener, string, *peer, error) {
+	l, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	var advertised string
+	if u, err := neturl.Parse(f.advertise); err == nil {
+		advertised = u.Hostname()
+	}
+	p, err := obtainPeer(ctx, apiTLS, f.server, token, pki.Hosts(l.Addr().String(), advertised))
+	scheme := "https://"
+	if err != nil {
+		log.Warn("no peer certificate from the API server: serving plain HTTP, so API servers will not forward trace "+
+			"requests to this process", "err", err)
+		scheme, p = "http://", nil
+	} else {
+		l = tls.NewListener(l, p.serverConfig())
+	}
+	url := scheme + l.Addr().String()
+	if f.advertise != "" {
+		url = strings.TrimSuffix(f.advertise, "/")
+		if p != nil && strings.HasPrefix(url, "http://") {
+			log.Warn("--advertise-url is http://, but this process serves HTTPS: API servers will not forward trace "+
+				"requests to it; advertise https://", "advertise", url)
+		}
+	}
+	return l, url, p, nil
 }
 
 // readToken reads a bearer token from path, refusing a file that other

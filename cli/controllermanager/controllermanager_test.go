@@ -241,4 +241,26 @@ func TestControllerManager_TracesForwardedFromAPIServerToIt(t *testing.T) {
 			t.Errorf("%s: GET %s = %d, want %d", tc.name, tc.path, resp.StatusCode, tc.code)
 		}
 	}
+
+	// As an API server forwards: a cairn peer asserting the caller, which
+	// the manager has the API server authorize as that caller; the
+	// assertion counts from a cairn peer only.
+	if !strings.HasPrefix(cm.URL, "https://") {
+		t.Fatalf("the controller manager serves %s, want HTTPS with its peer certificate", cm.URL)
+	}
+	peer := testkit.PeerClient(t, d.ClientConfig(), testkit.PeerCertificate(t, d.ClientConfig()))
+	for _, tc := range []struct {
+		name   string
+		client *http.Client
+		user   identity.User
+		code   int
+	}{
+		{"peer asserting an admin", peer, auth.AdminUser(), http.StatusOK},
+		{"peer asserting a worker", peer, identity.User{Name: "event:demo/e1", Scope: "demo/e1"}, http.StatusForbidden},
+		{"no peer certificate, asserting an admin", testkit.HTTPClient(t, d.ClientConfig()), auth.AdminUser(), http.StatusUnauthorized},
+	} {
+		if code := testkit.AsPeer(t, tc.client, path, tc.user); code != tc.code {
+			t.Errorf("%s: GET %s = %d, want %d", tc.name, path, code, tc.code)
+		}
+	}
 }

@@ -209,10 +209,14 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if err != nil {
 		t.Fatalf("servertest: serving certificate: %v", err)
 	}
-	pool, _ := pki.Pool(c.ca.CertPEM)
+	// As the daemon does: a peer certificate for other cairn processes.
+	peer, err := c.ca.IssuePeer(nil)
+	if err != nil {
+		t.Fatalf("servertest: peer certificate: %v", err)
+	}
 	sopts := server.Options{Registry: reg, Auth: a, Metrics: metrics,
 		MaxBodyBytes: c.maxBodyBytes, BodyReadTimeout: c.bodyReadTimeout, Logger: c.logger, ShutdownTimeout: 10 * time.Second, Traces: c.traces,
-		TLS: pki.ServerConfig(cert), PeerTLS: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+		TLS: pki.PeerServerConfig(cert, peer, c.ca.Pool()), Peer: &server.Peer{CA: c.ca, Cert: peer}}
 	for _, f := range c.serverOpts {
 		f(&sopts)
 	}
@@ -254,6 +258,11 @@ func (s *Server) Stop() error {
 	})
 	return s.err
 }
+
+// Authority is the CA the server's certificates are issued by (shared by
+// the servers of one store), for tests that issue certificates of their
+// own, peer certificates or others.
+func (s *Server) Authority() *pki.CA { return s.authority }
 
 // CloseWatches cuts every open watch (and streaming) connection as a
 // network failure would, so clients must reconnect and resume.
