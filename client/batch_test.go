@@ -109,6 +109,49 @@ func TestUpdateStatuses_FencedClientBatchesAndIsRefusedOutOfItsTerm(t *testing.T
 	}
 }
 
+// A fenced HTTP client (a controller-manager's) is no StatusBatcher, so
+// GroupStatuses leaves it alone: its status writes go out concurrently, one
+// request each, fenced, instead of through a group's few flushers.
+func TestGroupStatuses_AFencedHTTPClientIsLeftUngrouped(t *testing.T) {
+	srv, overHTTP := start(t)
+	ctx := testkit.Context(t)
+	inProcess := local.New(srv.Registry, identity.System())
+	lease, err := inProcess.Create(ctx, testkit.Object(api.KindLease, "", "controllers",
+		testkit.Spec(`{"holderIdentity":"a","leaseDurationSeconds":5,"leaseTransitions":1}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fence := api.Fence{Lease: "controllers", UID: lease.UID, Holder: "a", Term: 1}
+	fenced := client.Fenced(overHTTP, fence, nil)
+	if _, ok := fenced.(client.StatusBatcher); ok {
+		t.Fatal("a fenced HTTP client claims to batch")
+	}
+	grouped, group := client.GroupStatuses(fenced)
+	if group != nil || grouped != fenced {
+		t.Fatal("GroupStatuses grouped a fenced HTTP client")
+	}
+	o, err := inProcess.Create(ctx, testkit.Cleaner("default", "over-http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.SetField(api.FieldStatus, json.RawMessage(`{"phase":"Waiting"}`))
+	if _, err := grouped.UpdateStatus(ctx, o); err != nil {
+		t.Fatalf("a fenced status write over HTTP in the term: %v", err)
+	}
+	// Still fenced: out of the term the write is refused.
+	lease.SetField(api.FieldSpec, json.RawMessage(`{"holderIdentity":"b","leaseDurationSeconds":5,"leaseTransitions":2}`))
+	if _, err := inProcess.Update(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := inProcess.Get(ctx, api.KindCleaner, "default", "over-http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := grouped.UpdateStatus(ctx, cur); !api.IsNotLeader(err) {
+		t.Fatalf("out of the term: %v, want NotLeader", err)
+	}
+}
+
 func TestGroupStatuses_ConcurrentWritesShareTransactionsEachWithItsOwnOutcome(t *testing.T) {
 	srv, overHTTP := start(t)
 	if c, g := client.GroupStatuses(overHTTP); g != nil || c != overHTTP {

@@ -20,8 +20,17 @@ import (
 // (api.IsNotLeader) calls lost, once, with that error; from then on every
 // write fails at once with the same error, without reaching the server.
 // lost must not block; nil means no callback.
+//
+// The client returned is a StatusBatcher exactly when c is one (the
+// in-process client): a fenced HTTP client is not, so that GroupStatuses
+// leaves its status writes to go out concurrently, one request each,
+// instead of funnelling them through a StatusGroup's few flushers.
 func Fenced(c Interface, f api.Fence, lost func(err error)) Interface {
-	return &fenced{c: c, f: f, lost: lost}
+	fc := &fenced{c: c, f: f, lost: lost}
+	if b, ok := c.(StatusBatcher); ok {
+		return &fencedBatcher{fenced: fc, b: b}
+	}
+	return fc
 }
 
 // fenced is the Interface of Fenced. It embeds nothing, so that a method
@@ -124,10 +133,16 @@ func (c *fenced) Watch(ctx context.Context, kind, ns string, opts api.ListOption
 
 func (c *fenced) Kinds(ctx context.Context) ([]api.KindInfo, error) { return c.c.Kinds(ctx) }
 
-// UpdateStatuses implements StatusBatcher: the writes are fenced and, when
-// the client under the fence batches, committed as it commits them (one
-// store transaction per 64).
-func (c *fenced) UpdateStatuses(ctx context.Context, objs []*api.Object) []StatusResult {
+// fencedBatcher is the fenced client of a StatusBatcher.
+type fencedBatcher struct {
+	*fenced
+	b StatusBatcher
+}
+
+// UpdateStatuses implements StatusBatcher: the writes are fenced and
+// committed as the client under the fence commits them (one store
+// transaction per 64).
+func (c *fencedBatcher) UpdateStatuses(ctx context.Context, objs []*api.Object) []StatusResult {
 	out := make([]StatusResult, len(objs))
 	ctx, err := c.begin(ctx)
 	if err != nil {
@@ -136,7 +151,7 @@ func (c *fenced) UpdateStatuses(ctx context.Context, objs []*api.Object) []Statu
 		}
 		return out
 	}
-	out = UpdateStatuses(ctx, c.c, objs)
+	out = c.b.UpdateStatuses(ctx, objs)
 	for i := range out {
 		out[i].Err = c.end(out[i].Err)
 	}
