@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -151,8 +153,43 @@ func revision(b *testing.B, c client.Interface) int64 {
 // then the time until deleting them all has removed everything they owned.
 // CAIRN_BENCH_CPUPROFILE names a file for a CPU profile of the convergence.
 func BenchmarkInstallations10k(b *testing.B) {
-	const n = 10000
 	_, c := startDeployServer(b)
+	installations10k(b, c)
+}
+
+// BenchmarkInstallations10kControllerManager is BenchmarkInstallations10k
+// with the controllers in a separate `cairn controller-manager` process
+// (the binary, built first), talking to a pure API server over HTTPS with
+// fenced writes, as a scaled-out deployment runs them.
+func BenchmarkInstallations10kControllerManager(b *testing.B) {
+	opts := daemon.Options{
+		Listen: "127.0.0.1:0", DataDir: filepath.Join(b.TempDir(), "data"),
+		NamespaceMaxObjects: -1, NamespaceMaxBytes: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	d, err := daemon.Start(context.Background(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = d.Stop() })
+	dir := b.TempDir()
+	token, ca := filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(token, []byte(d.Token()+"\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(ca, []byte(d.ClientConfig().CertificateAuthorityData), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(clitest.BuildCairn(b), append([]string{"controller-manager", "--server", d.URL(),
+		"--certificate-authority", ca, "--token-file", token, "--listen", "127.0.0.1:0", "--gc-workers", "32"},
+		clitest.RuntimeFlags(b, filepath.Join(b.TempDir(), "runtime"))...)...)
+	clitest.Start(b, cmd)
+	installations10k(b, httpClient(b, d))
+}
+
+// installations10k is the body of the Installations10k benchmarks: c is
+// the clients' API, the controllers run wherever the caller put them.
+func installations10k(b *testing.B, c client.Interface) {
+	const n = 10000
 	ctx := context.Background()
 	spec := api.InstallationSpec{Blueprint: api.BlueprintReference{Inline: &api.BlueprintSpec{
 		DeployExecutions: []api.TemplateExecutor{{Name: "items", Type: api.TemplateGo, Template: threeItems}},
