@@ -166,3 +166,21 @@ func IsCreatorForbidden(err error) bool {
 	}
 	return false
 }
+
+// AnnotationDeletionProtection set to "true" on any object makes every
+// deletion of it fail (Forbidden naming the annotation), whoever asks and
+// whatever the options (force included): a user's, a Cleaner's, the
+// garbage collector's, a namespace's. It blocks the cascades that would
+// take it (its owners', its namespace's) until it is removed or set to
+// "false". Any other value is refused (Invalid).
+const AnnotationDeletionProtection = "cairn.dev/deletion-protection"
+
+// Protected reports whether o is protected from deletion.
+func Protected(o *ObjectMeta) bool { return o.Annotations[AnnotationDeletionProtection] == "true" }
+
+// NewProtected is the error refusing to delete (or remove) the protected
+// object name of kind.
+func NewProtected(kind, name string) *Status {
+	return NewForbidden(kind, name, fmt.Sprintf("it is protected from deletion by the annotation %s: \"true\"; remove it (or set it to \"false\") to let the deletion go on",
+		AnnotationDeletionProtection))
+}

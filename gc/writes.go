@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/trace"
 )
 
 // namespaceEmpty asks the API whether anything is left in namespace ns: one
@@ -146,6 +147,7 @@ func (c *Collector) delete(ctx context.Context, n Node, leaf bool, why string) (
 	case errors.Is(err, api.ErrConflict):
 		return 0, c.afterConflict(ctx, n, err)
 	case errors.Is(err, api.ErrForbidden):
+		trace.Check(ctx, "the API refuses to delete %s: %v", n, err)
 		return c.refuse(n, why, err), nil
 	default:
 		return 0, fmt.Errorf("gc: delete %s: %w", n, err)

@@ -193,8 +193,11 @@ func (r *Registry) planItem(ctx context.Context, u identity.User, it *txnItem, a
 		return r.planUpdate(ctx, adm, it.k, obj, cur, pend)
 	case OpDelete:
 		pre := it.opts.Preconditions
+		// A protected copy is confirmed by a linearizable read: a stale one
+		// must not refuse a deletion the protection was lifted for.
 		cur, err := r.readForWrite(ctx, it.k, it.delNS, it.delName, attempt, func(s *stored) bool {
-			return (pre.UID == "" || pre.UID == s.obj.UID) && (pre.ResourceVersion == "" || pre.ResourceVersion == s.obj.ResourceVersion)
+			return (pre.UID == "" || pre.UID == s.obj.UID) && (pre.ResourceVersion == "" || pre.ResourceVersion == s.obj.ResourceVersion) &&
+				!api.Protected(&s.obj.ObjectMeta)
 		})
 		if err != nil {
 			return nil, err

@@ -62,6 +62,9 @@ func (r *Registry) validateMeta(k *Kind, obj, old *api.Object) field.ErrorList {
 	}
 	errs = append(errs, validateLabels(m.Labels, was)...)
 	errs = append(errs, validateAnnotations(m.Annotations, was)...)
+	if v, ok := m.Annotations[api.AnnotationDeletionProtection]; ok && v != "true" && v != "false" {
+		errs = append(errs, field.NotSupported(metaPath.Child("annotations").Key(api.AnnotationDeletionProtection), v, []string{"true", "false"}))
+	}
 	errs = append(errs, validateFinalizers(m.Finalizers, was)...)
 	errs = append(errs, r.validateOwnerRefs(m, was)...)
 	return errs

@@ -194,6 +194,9 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 		out.Generation = old.Generation + 1
 	}
 	if out.Deleting() && len(out.Finalizers) == 0 {
+		if api.Protected(&out.ObjectMeta) {
+			return nil, api.NewProtected(k.Kind, out.Name)
+		}
 		conds, ops, err := r.removeOps(ctx, k, out)
 		if err != nil {
 			return nil, err
@@ -240,6 +243,9 @@ func (r *Registry) planDelete(ctx context.Context, adm *Admission, k *Kind, cur 
 	}
 	if p := opts.Preconditions; p.ResourceVersion != "" && p.ResourceVersion != cur.obj.ResourceVersion {
 		return nil, api.NewConflict(k.Kind, name, "resourceVersion precondition failed: the object is at "+cur.obj.ResourceVersion)
+	}
+	if api.Protected(&cur.obj.ObjectMeta) {
+		return nil, api.NewProtected(k.Kind, name)
 	}
 	key := r.key(k, cur.obj.Namespace, name)
 	p := &plan{k: k, key: key, self: []store.Cond{store.Unchanged(key, cur.rev)}, prev: cur.rev}
