@@ -67,11 +67,7 @@ func TestUpdateStatuses_FencedClientBatchesAndIsRefusedOutOfItsTerm(t *testing.T
 	srv, _ := start(t)
 	ctx := testkit.Context(t)
 	inProcess := local.New(srv.Registry, identity.System())
-	lease, err := inProcess.Create(ctx, testkit.Object(api.KindLease, "", "controllers",
-		testkit.Spec(`{"holderIdentity":"a","leaseDurationSeconds":5,"leaseTransitions":1}`)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	lease := controllersLease(t, inProcess)
 	var lost []error
 	fenced := client.Fenced(inProcess, api.Fence{Lease: "controllers", UID: lease.UID, Holder: "a", Term: 1},
 		func(err error) { lost = append(lost, err) })
@@ -116,11 +112,7 @@ func TestGroupStatuses_AFencedHTTPClientIsLeftUngrouped(t *testing.T) {
 	srv, overHTTP := start(t)
 	ctx := testkit.Context(t)
 	inProcess := local.New(srv.Registry, identity.System())
-	lease, err := inProcess.Create(ctx, testkit.Object(api.KindLease, "", "controllers",
-		testkit.Spec(`{"holderIdentity":"a","leaseDurationSeconds":5,"leaseTransitions":1}`)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	lease := controllersLease(t, inProcess)
 	fence := api.Fence{Lease: "controllers", UID: lease.UID, Holder: "a", Term: 1}
 	fenced := client.Fenced(overHTTP, fence, nil)
 	if _, ok := fenced.(client.StatusBatcher); ok {
@@ -223,4 +215,16 @@ func TestGroupStatuses_WriteAfterTheGroupStoppedEndsWithItsContext(t *testing.T)
 	if _, err := grouped.UpdateStatus(ctx, o); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("write without a running group: %v, want the context's deadline", err)
 	}
+}
+
+// controllersLease creates the Lease "controllers", held by "a" in its
+// first term.
+func controllersLease(t *testing.T, c client.Interface) *api.Object {
+	t.Helper()
+	lease, err := c.Create(testkit.Context(t), testkit.Object(api.KindLease, "", "controllers",
+		testkit.Spec(`{"holderIdentity":"a","leaseDurationSeconds":5,"leaseTransitions":1}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lease
 }

@@ -13,6 +13,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/auth"
+	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/identity"
@@ -29,20 +30,8 @@ import (
 // an admin gets the trace, a worker what its scope grants. The leader
 // believes the asserted caller from a cairn peer only.
 func TestForward_FollowerForwardsToTheLeadingServerAsTheCaller(t *testing.T) {
-	_, endpoint := storetest.Start(t)
-	key := filepath.Join(t.TempDir(), "shared.key")
-	lead := start(t, daemon.Options{DataDir: dataDir(t), EtcdEndpoints: []string{endpoint}, EncryptionKeyFile: key,
-		Controllers: controllers.List(controllers.Config{}), LeaderTTL: 2 * time.Second})
-	follow := start(t, daemon.Options{DataDir: dataDir(t), EtcdEndpoints: []string{endpoint}, EncryptionKeyFile: key})
+	lead, follow, c := leaderAndFollower(t, daemon.Options{})
 	ctx := context.Background()
-	c := httpClient(t, follow)
-	testkit.Eventually(t, 15*time.Second, "the server with controllers to lead", func() bool {
-		id, _ := lease.Current(ctx, c, manager.LeaseName)
-		return id == lead.URL()
-	})
-	if _, err := c.Create(ctx, testkit.Object(api.KindNamespace, "", "demo")); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := c.Create(ctx, testkit.Secret("demo", "s", password())); err != nil {
 		t.Fatal(err)
 	}
@@ -102,20 +91,7 @@ func TestForward_FollowerForwardsToTheLeadingServerAsTheCaller(t *testing.T) {
 // so that a follower's forwarding reaches it.
 func TestForward_LeaderWithItsOwnServingCertificateStillAnswersPeers(t *testing.T) {
 	certFile, keyFile := operatorCertificate(t)
-	_, endpoint := storetest.Start(t)
-	key := filepath.Join(t.TempDir(), "shared.key")
-	lead := start(t, daemon.Options{DataDir: dataDir(t), EtcdEndpoints: []string{endpoint}, EncryptionKeyFile: key,
-		Controllers: controllers.List(controllers.Config{}), LeaderTTL: 2 * time.Second, TLSCertFile: certFile, TLSKeyFile: keyFile})
-	follow := start(t, daemon.Options{DataDir: dataDir(t), EtcdEndpoints: []string{endpoint}, EncryptionKeyFile: key})
-	ctx := context.Background()
-	c := httpClient(t, follow)
-	testkit.Eventually(t, 15*time.Second, "the server with controllers to lead", func() bool {
-		id, _ := lease.Current(ctx, c, manager.LeaseName)
-		return id == lead.URL()
-	})
-	if _, err := c.Create(ctx, testkit.Object(api.KindNamespace, "", "demo")); err != nil {
-		t.Fatal(err)
-	}
+	_, follow, _ := leaderAndFollower(t, daemon.Options{TLSCertFile: certFile, TLSKeyFile: keyFile})
 	req, _ := http.NewRequest(http.MethodGet, follow.URL()+api.BasePath+"/namespaces/demo/trace", nil)
 	req.Header.Set("Authorization", "Bearer "+follow.Token())
 	resp, err := testkit.HTTPClient(t, follow.ClientConfig()).Do(req)
@@ -155,4 +131,27 @@ func operatorCertificate(t *testing.T) (certFile, keyFile string) {
 		t.Fatal(err)
 	}
 	return certFile, keyFile
+}
+
+// leaderAndFollower starts two servers on one etcd: one with the
+// controllers (and the options of lead's it sets), which it waits to lead,
+// and one without, whose client it returns; and the namespace demo.
+func leaderAndFollower(t *testing.T, lead daemon.Options) (leader, follower *daemon.Daemon, c client.Interface) {
+	t.Helper()
+	_, endpoint := storetest.Start(t)
+	key := filepath.Join(t.TempDir(), "shared.key")
+	lead.DataDir, lead.EtcdEndpoints, lead.EncryptionKeyFile = dataDir(t), []string{endpoint}, key
+	lead.Controllers, lead.LeaderTTL = controllers.List(controllers.Config{}), 2*time.Second
+	leader = start(t, lead)
+	follower = start(t, daemon.Options{DataDir: dataDir(t), EtcdEndpoints: []string{endpoint}, EncryptionKeyFile: key})
+	ctx := context.Background()
+	c = httpClient(t, follower)
+	testkit.Eventually(t, 15*time.Second, "the server with controllers to lead", func() bool {
+		id, _ := lease.Current(ctx, c, manager.LeaseName)
+		return id == leader.URL()
+	})
+	if _, err := c.Create(ctx, testkit.Object(api.KindNamespace, "", "demo")); err != nil {
+		t.Fatal(err)
+	}
+	return leader, follower, c
 }

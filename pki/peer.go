@@ -51,23 +51,7 @@ func (ca *CA) IssuePeer(hosts []string) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("pki: peer key: %w", err)
 	}
-	tmpl := peerTemplate()
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else if !slices.Contains(tmpl.DNSNames, h) {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("pki: peer certificate: %w", err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("pki: peer certificate: %w", err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der, ca.Cert.Raw}, PrivateKey: key, Leaf: leaf}, nil
+	return ca.sign(peerTemplate(), key, hosts, "peer certificate")
 }
 
 // SignPeer signs the certificate request csrPEM (PEM "CERTIFICATE

@@ -126,20 +126,27 @@ func (ca *CA) Issue(hosts []string) (tls.Certificate, error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
+	return ca.sign(tmpl, key, hosts, "serving certificate")
+}
+
+// sign adds hosts (IP addresses or DNS names, each once) to tmpl and
+// signs it for key, returning the certificate with ca's in its chain.
+// what names the certificate in errors.
+func (ca *CA) sign(tmpl *x509.Certificate, key *ecdsa.PrivateKey, hosts []string, what string) (tls.Certificate, error) {
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
+		} else if !slices.Contains(tmpl.DNSNames, h) {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("pki: serving certificate: %w", err)
+		return tls.Certificate{}, fmt.Errorf("pki: %s: %w", what, err)
 	}
 	leaf, err := x509.ParseCertificate(der)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("pki: serving certificate: %w", err)
+		return tls.Certificate{}, fmt.Errorf("pki: %s: %w", what, err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der, ca.Cert.Raw}, PrivateKey: key, Leaf: leaf}, nil
 }
