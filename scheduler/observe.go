@@ -141,8 +141,12 @@ func (s *Scheduler) reconcile(ctx context.Context, key string) (controller.Resul
 
 // conflict is the seed's 409: the status changed under the write. Read it
 // again: gone → presumed deleted; a terminal worker → treat it as canceled
-// or aborted (kill and clean up at once); otherwise the cache was behind,
-// so try again.
+// or aborted (kill and clean up at once); a job that became terminal
+// while the worker lives → that job is terminal at once ("Job State is
+// Observed": treat it as such going forward): its unit is killed and
+// cleaned up now, and the rest of the event is observed again when the
+// cache shows the new version (the write that made the job terminal
+// enqueues the event); otherwise the cache was behind, so try again.
 func (s *Scheduler) conflict(ctx context.Context, key string, ev *api.Event) (controller.Result, error) {
 	cur, err := client.For[*api.Event](s.c).Get(ctx, ev.Namespace, ev.Name)
 	switch {
@@ -157,7 +161,41 @@ func (s *Scheduler) conflict(ctx context.Context, key string, ev *api.Event) (co
 		trace.Exit(ctx, "409: the worker is already %s: treated as canceled/aborted, its units killed and cleaned up at once", cur.Status.Worker.Phase)
 		return controller.Result{}, s.killAll(ctx, cur)
 	}
+	if ended := endedJobs(ev, cur); len(ended) > 0 {
+		ids := make([]string, len(ended))
+		for i, j := range ended {
+			ids[i] = unitFor(cur, j.Name)
+		}
+		if err := s.cleanupNow(ctx, ids); err != nil {
+			return controller.Result{}, err
+		}
+		trace.Exit(ctx, "409: %s already terminal while the worker lives: treated as such at once, killed and cleaned up; the rest is observed again with the new version", jobsPhases(ended))
+		return controller.Result{}, nil
+	}
 	return controller.Result{}, fmt.Errorf("scheduler: event %s changed while being observed; trying again", key)
+}
+
+// endedJobs are the jobs terminal in cur that were not in old.
+func endedJobs(old, cur *api.Event) []api.JobStatus {
+	was := map[string]api.EventPhase{}
+	for _, j := range old.Status.Jobs {
+		was[j.Name] = j.Phase
+	}
+	var out []api.JobStatus
+	for _, j := range cur.Status.Jobs {
+		if j.Phase.Terminal() && !was[j.Name].Terminal() {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+func jobsPhases(jobs []api.JobStatus) string {
+	parts := make([]string, len(jobs))
+	for i, j := range jobs {
+		parts[i] = fmt.Sprintf("job %s (%s)", j.Name, j.Phase)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // killAll kills and cleans up every unit of ev at once.
@@ -166,6 +204,13 @@ func (s *Scheduler) killAll(ctx context.Context, ev *api.Event) error {
 	for _, j := range ev.Status.Jobs {
 		ids = append(ids, unitFor(ev, j.Name))
 	}
+	return s.cleanupNow(ctx, ids)
+}
+
+// cleanupNow kills and cleans up the units ids at once (a unit the runtime
+// does not know is no error). It blocks on the runtime. Errors: the
+// runtime's.
+func (s *Scheduler) cleanupNow(ctx context.Context, ids []string) error {
 	for _, id := range ids {
 		if err := s.rt.Cleanup(ctx, id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			return err
