@@ -67,11 +67,13 @@ func (s *Scheduler) reconcile(ctx context.Context, key string) (controller.Resul
 		return controller.Result{}, nil
 	}
 	id := unitFor(&ev, "")
-	o := Observed{Phase: w.Phase, Ended: w.Ended, Timeout: timeout(ev.Spec.Worker)}
+	o := Observed{Phase: w.Phase, Started: w.Started, Ended: w.Ended, Timeout: timeout(ev.Spec.Worker),
+		UnknownTimeout: s.opts.UnknownTimeout}
 	var err error
 	if o.Unit, err = s.unit(ctx, id); err != nil {
 		return controller.Result{}, err
 	}
+	o.UnknownSince = s.unknownSince(id, o.Phase, o.Unit, now)
 	o.Cleaned = s.isCleaned(id)
 	trace.Check(ctx, "worker is %s; its unit: %s", w.Phase, o.Unit)
 	p := Decide(o, now, s.opts.GracePeriod)
@@ -94,10 +96,12 @@ func (s *Scheduler) reconcile(ctx context.Context, key string) (controller.Resul
 			}
 			continue
 		}
-		jo := Observed{Phase: j.Phase, Ended: j.Ended, Cleaned: s.isCleaned(jid)}
+		jo := Observed{Phase: j.Phase, Started: j.Started, Ended: j.Ended, Cleaned: s.isCleaned(jid),
+			UnknownTimeout: s.opts.UnknownTimeout}
 		if jo.Unit, err = s.unit(ctx, jid); err != nil {
 			return controller.Result{}, err
 		}
+		jo.UnknownSince = s.unknownSince(jid, jo.Phase, jo.Unit, now)
 		jp := Decide(jo, now, s.opts.GracePeriod)
 		if jp.Start {
 			jp, jo.Unit = s.startAndDecide(ctx, &ev, j.Name, j.Spec, jo, now)
@@ -390,6 +394,13 @@ func (s *Scheduler) gone(ctx context.Context, key string) error {
 
 // removeUnits removes every unit of the event uid, logs included.
 func (s *Scheduler) removeUnits(ctx context.Context, uid string) error {
+	s.mu.Lock()
+	for id := range s.unknown {
+		if got, ok := eventUID(id); ok && got == uid {
+			delete(s.unknown, id)
+		}
+	}
+	s.mu.Unlock()
 	units, err := s.rt.List(ctx)
 	if err != nil {
 		return err
@@ -401,21 +412,53 @@ func (s *Scheduler) removeUnits(ctx context.Context, uid string) error {
 			}
 			s.mu.Lock()
 			delete(s.cleaned, u.ID)
+			delete(s.unknown, u.ID)
 			s.mu.Unlock()
 		}
 	}
 	return nil
 }
 
+// unit asks the runtime for the state of the unit id. A runtime that
+// fails to answer is no error: the Unit says so (Unanswered), and the
+// worker or job becomes UNKNOWN. Errors: ctx's, when it ended.
 func (s *Scheduler) unit(ctx context.Context, id string) (Unit, error) {
 	st, err := s.rt.State(ctx, id)
-	if errors.Is(err, runtime.ErrNotFound) {
+	switch {
+	case errors.Is(err, runtime.ErrNotFound):
 		return Unit{}, nil
-	}
-	if err != nil {
-		return Unit{}, err
+	case err != nil && ctx.Err() != nil:
+		return Unit{}, ctx.Err()
+	case err != nil:
+		return Unit{Unanswered: err.Error()}, nil
 	}
 	return Unit{Exists: true, State: st}, nil
+}
+
+// unknownSince is since when the state of the unit id of a worker or job
+// in phase cannot be observed, as u says at now: the earliest of when
+// this process first saw it so and when the runtime reported it lost;
+// zero when its state is known (or it is terminal, or not started yet).
+// The first of these is in memory: a restart of the observer starts
+// counting again for units the runtime does not list or cannot be asked
+// about.
+func (s *Scheduler) unknownSince(id string, phase api.EventPhase, u Unit, now time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	notStarted := phase == api.PhaseStarting && !u.Exists
+	if phase.Terminal() || phase == api.PhasePending || notStarted || UnknownWhy(u) == "" {
+		delete(s.unknown, id)
+		return time.Time{}
+	}
+	since, ok := s.unknown[id]
+	if !ok {
+		since = now
+	}
+	if u.Exists && !u.State.Ended.IsZero() && u.State.Ended.Before(since) {
+		since = u.State.Ended
+	}
+	s.unknown[id] = since
+	return since
 }
 
 func (s *Scheduler) isCleaned(id string) bool {

@@ -74,8 +74,9 @@ func (o *observer) removeUnits() {
 }
 
 // run starts the runtime and a scheduler acting through sc (nil: the
-// test's client) with opts.
-func (o *observer) run(opts scheduler.Options, sc client.Interface) {
+// test's client) on the runtime as wrap makes it (nil: as it is), with
+// opts.
+func (o *observer) run(opts scheduler.Options, sc client.Interface, wrap func(runtime.Runtime) runtime.Runtime) {
 	o.t.Helper()
 	rt, err := rtlocal.New(rtlocal.Options{Root: o.root, KillGrace: time.Second,
 		Isolation: rtlocal.Isolation{None: os.Geteuid() != 0}})
@@ -87,6 +88,9 @@ func (o *observer) run(opts scheduler.Options, sc client.Interface) {
 	}
 	o.metrics = prometheus.NewRegistry()
 	opts.Runtime, opts.Metrics = rt, o.metrics
+	if wrap != nil {
+		opts.Runtime = wrap(rt)
+	}
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	s, err := scheduler.New(sc, opts)
 	if err != nil {
@@ -228,7 +232,7 @@ func (r *racingClient) runs(ev *api.Event) bool {
 func TestObserver_409FromATerminalJobWhileTheWorkerLivesIsTerminalAtOnce(t *testing.T) {
 	o := startObserver(t)
 	racing := &racingClient{Interface: o.c, job: "j"}
-	o.run(scheduler.Options{}, racing)
+	o.run(scheduler.Options{}, racing, nil)
 	o.project("p", api.ProjectSpec{WorkerTemplate: api.WorkerSpec{Command: []string{"sleep", "300"}}})
 	ev := o.create("p")
 	o.until(ev.Name, "the worker RUNNING", func(ev *api.Event) bool { return ev.Status.Worker.Phase == api.PhaseRunning })
