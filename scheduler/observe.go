@@ -86,30 +86,11 @@ func (s *Scheduler) reconcile(ctx context.Context, key string) (controller.Resul
 	acts = append(acts, action{id, p, live(o.Unit, p)})
 
 	// The jobs.
-	for i, j := range ev.Status.Jobs {
-		jid := unitFor(&ev, j.Name)
-		if j.Phase == api.PhasePending {
-			if next.Status.Worker.Phase.Terminal() {
-				next.Status.Jobs[i].Phase, next.Status.Jobs[i].Reason = api.PhaseCanceled, "its worker ended before it started"
-				next.Status.Jobs[i].Ended = now.UTC()
-				trace.Action(ctx, "job %s: CANCELED, its worker ended before it started", j.Name)
-			}
-			continue
-		}
-		jo := Observed{Phase: j.Phase, Started: j.Started, Ended: j.Ended, Cleaned: s.isCleaned(jid),
-			UnknownTimeout: s.opts.UnknownTimeout}
-		if jo.Unit, err = s.unit(ctx, jid); err != nil {
-			return controller.Result{}, err
-		}
-		jo.UnknownSince = s.unknownSince(jid, jo.Phase, jo.Unit, now)
-		jp := Decide(jo, now, s.opts.GracePeriod)
-		if jp.Start {
-			jp, jo.Unit = s.startAndDecide(ctx, &ev, j.Name, j.Spec, jo, now)
-		}
-		trace.Check(ctx, "job %s is %s; its unit: %s: %s", j.Name, j.Phase, jo.Unit, jp.Why)
-		applyJob(&next.Status.Jobs[i], jp)
-		acts = append(acts, action{jid, jp, live(jo.Unit, jp)})
+	jacts, err := s.observeJobs(ctx, &ev, &next, now)
+	if err != nil {
+		return controller.Result{}, err
 	}
+	acts = append(acts, jacts...)
 
 	// Use the API to update the state (the seed's first step of every
 	// observation), then act on the runtime.
@@ -141,6 +122,40 @@ func (s *Scheduler) reconcile(ctx context.Context, key string) (controller.Resul
 	d := max(requeue.Sub(now), 10*time.Millisecond)
 	trace.Exit(ctx, "worker %s: look again in %s", next.Status.Worker.Phase, d.Round(time.Millisecond))
 	return controller.Result{RequeueAfter: d}, nil
+}
+
+// observeJobs decides for each job of ev, as reconcile does for the
+// worker, writing the phases into next (whose worker is decided already)
+// and returning what to do on the runtime. It blocks on the runtime.
+// Errors: ctx's.
+func (s *Scheduler) observeJobs(ctx context.Context, ev, next *api.Event, now time.Time) ([]action, error) {
+	var acts []action
+	for i, j := range ev.Status.Jobs {
+		jid := unitFor(ev, j.Name)
+		if j.Phase == api.PhasePending {
+			if next.Status.Worker.Phase.Terminal() {
+				next.Status.Jobs[i].Phase, next.Status.Jobs[i].Reason = api.PhaseCanceled, "its worker ended before it started"
+				next.Status.Jobs[i].Ended = now.UTC()
+				trace.Action(ctx, "job %s: CANCELED, its worker ended before it started", j.Name)
+			}
+			continue
+		}
+		jo := Observed{Phase: j.Phase, Started: j.Started, Ended: j.Ended, Cleaned: s.isCleaned(jid),
+			UnknownTimeout: s.opts.UnknownTimeout}
+		var err error
+		if jo.Unit, err = s.unit(ctx, jid); err != nil {
+			return nil, err
+		}
+		jo.UnknownSince = s.unknownSince(jid, jo.Phase, jo.Unit, now)
+		jp := Decide(jo, now, s.opts.GracePeriod)
+		if jp.Start {
+			jp, jo.Unit = s.startAndDecide(ctx, ev, j.Name, j.Spec, jo, now)
+		}
+		trace.Check(ctx, "job %s is %s; its unit: %s: %s", j.Name, j.Phase, jo.Unit, jp.Why)
+		applyJob(&next.Status.Jobs[i], jp)
+		acts = append(acts, action{jid, jp, live(jo.Unit, jp)})
+	}
+	return acts, nil
 }
 
 // conflict is the seed's 409: the status changed under the write. Read it
