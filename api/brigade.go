@@ -43,9 +43,9 @@ func (p EventPhase) Terminal() bool {
 // Transition reports whether a worker's (or a job's) phase may change from
 // from to to, as the seed's scenarios allow: a scheduler claims a PENDING
 // worker (STARTING) or a cancel ends it (CANCELED); a STARTING worker runs,
-// ends, fails to start or is aborted; a RUNNING worker ends in any terminal
-// phase but CANCELED, or is lost (UNKNOWN); an UNKNOWN one is found again or
-// ends. A terminal phase never changes; staying in a phase is no
+// ends, fails to start, is aborted or, once started, cannot be observed
+// (UNKNOWN); a RUNNING worker ends in any terminal phase but CANCELED, or
+// cannot be observed (UNKNOWN); an UNKNOWN one is found again or ends. A terminal phase never changes; staying in a phase is no
 // transition and always allowed.
 func Transition(from, to EventPhase) bool {
 	if from == to {
@@ -55,7 +55,7 @@ func Transition(from, to EventPhase) bool {
 	case PhasePending:
 		return to == PhaseStarting || to == PhaseCanceled
 	case PhaseStarting:
-		return to == PhaseRunning || (to.Terminal() && to != PhaseCanceled)
+		return to == PhaseRunning || to == PhaseUnknown || (to.Terminal() && to != PhaseCanceled)
 	case PhaseRunning:
 		return to == PhaseUnknown || (to.Terminal() && to != PhaseCanceled && to != PhaseSchedulingFailed)
 	case PhaseUnknown:

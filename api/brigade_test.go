@@ -10,7 +10,7 @@ func TestTransition_OnlyTheSeedsMovesAreAllowed(t *testing.T) {
 	allowed := map[api.EventPhase][]api.EventPhase{
 		api.PhasePending: {api.PhaseStarting, api.PhaseCanceled},
 		api.PhaseStarting: {api.PhaseRunning, api.PhaseSucceeded, api.PhaseFailed, api.PhaseAborted,
-			api.PhaseTimedOut, api.PhaseSchedulingFailed},
+			api.PhaseTimedOut, api.PhaseSchedulingFailed, api.PhaseUnknown},
 		api.PhaseRunning: {api.PhaseSucceeded, api.PhaseFailed, api.PhaseAborted, api.PhaseTimedOut, api.PhaseUnknown},
 		api.PhaseUnknown: {api.PhaseRunning, api.PhaseSucceeded, api.PhaseFailed, api.PhaseAborted, api.PhaseTimedOut},
 	}

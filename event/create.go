@@ -193,46 +193,39 @@ func readProject(ctx context.Context, reg *registry.Registry, ns, name string) (
 	return &p, obj, nil
 }
 
-// FanOut creates one Event per Project of ev's namespace whose
-// subscriptions match ev (api.EventSubscription.Match), each as Create
-// does, and returns them as an EventList, possibly empty. Projects are
-// taken in name order; a failure stops there and is returned (the events
-// created before it stay, each whole). It blocks on one list of the
-// projects and on each creation. With opts DryRun nothing is written.
-// Errors: as Create.
-func (s *Service) FanOut(ctx context.Context, ev *api.Event, opts api.WriteOptions) (*api.List, error) {
-	reg, err := s.registry()
-	if err != nil {
-		return nil, err
-	}
-	l, err := reg.List(system(ctx), api.KindProject, ev.Namespace, api.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var out []*api.Object
-	for _, obj := range l.Items {
-		var p api.Project
-		if err := obj.Into(&p); err != nil {
-			return nil, fmt.Errorf("event: stored project %q does not decode: %w", obj.Name, err)
-		}
-		if !slices.ContainsFunc(p.Spec.EventSubscriptions, func(sub api.EventSubscription) bool {
-			return sub.Match(ev.Spec.Source, ev.Spec.Type, ev.Spec.Qualifiers, ev.Spec.Labels)
-		}) {
-			continue
-		}
-		one := *ev
-		one.Spec.Project = p.Name
-		obj, err := s.create(ctx, &one, opts)
-		if err != nil {
-			return nil, fmt.Errorf("event for project %s: %w", p.Name, err)
-		}
-		out = append(out, obj)
-	}
-	return eventList(out), nil
-}
-
 // createFor is one attempt of Create over the snapshot sn.
 func (s *Service) createFor(ctx context.Context, reg *registry.Registry, in *api.Event, sn *snapshot, opts api.WriteOptions) (*api.Object, error) {
+	w, err := prepare(in, sn)
+	if err != nil {
+		return nil, err
+	}
+	txn := reg.Txn()
+	if err := w.addTo(txn, reg); err != nil {
+		return nil, err
+	}
+	res, err := txn.Commit(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return res[0].Object, nil
+}
+
+// eventWrite is one Event ready to be created: the object, the copy of its
+// project's secrets, and the conditions its transaction needs (the project
+// and its secrets as read).
+type eventWrite struct {
+	ev    *api.Event
+	obj   *api.Object
+	data  map[string][]byte
+	conds []store.Cond
+}
+
+// prepare builds the Event in for the project of sn: its worker copied
+// from the template, a name when it has none, the project's label, and the
+// copy of the project's secrets. Errors: Invalid (a worker given in the
+// request; two of the project's Secrets with the same key), a stored
+// object that does not decode.
+func prepare(in *api.Event, sn *snapshot) (*eventWrite, error) {
 	if len(in.Spec.Worker.Command) > 0 || in.Spec.Worker.Image != "" {
 		return nil, api.NewInvalid(api.KindEvent, in.Name, field.ErrorList{field.Forbidden(field.NewPath("spec", "worker"),
 			"the worker is copied from the project's workerTemplate")})
@@ -275,23 +268,25 @@ func (s *Service) createFor(ctx context.Context, reg *registry.Registry, in *api
 		ev.Labels = map[string]string{}
 	}
 	ev.Labels[api.LabelEventProject] = p.Name
-	evObj, err := api.FromResource(ev)
+	obj, err := api.FromResource(ev)
 	if err != nil {
 		return nil, err
 	}
-	txn := reg.Txn()
-	pending := txn.Create(evObj)
+	return &eventWrite{ev: ev, obj: obj, data: data, conds: conds}, nil
+}
+
+// addTo adds the Event's creation and its records' (recordWrites) to txn.
+// Errors: the records' encoding or sealing.
+func (w *eventWrite) addTo(txn *registry.Txn, reg *registry.Registry) error {
+	pending := txn.Create(w.obj)
+	ev := *w.ev
 	ev.UID = pending.UID
-	rconds, rops, err := recordWrites(reg, ev, data)
+	rconds, rops, err := recordWrites(reg, &ev, w.data)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	txn.Also(append(conds, rconds...), rops...)
-	res, err := txn.Commit(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	return res[0].Object, nil
+	txn.Also(append(slices.Clone(w.conds), rconds...), rops...)
+	return nil
 }
 
 // TokenUser is the identity an event's worker token is registered as.

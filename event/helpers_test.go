@@ -26,12 +26,14 @@ type env struct {
 	ctx context.Context
 }
 
-func start(t *testing.T) *env {
+// start starts the server, with opts besides the event service's.
+func start(t *testing.T, opts ...servertest.Option) *env {
 	t.Helper()
 	svc := event.New(event.Options{})
-	s := servertest.Start(t, servertest.WithKinds(kinds.All(kinds.Deps{EventActions: svc.Actions(), EventRemoveWrites: svc.RemoveWrites})...),
+	s := servertest.Start(t, append([]servertest.Option{
+		servertest.WithKinds(kinds.All(kinds.Deps{EventActions: svc.Actions(), EventRemoveWrites: svc.RemoveWrites})...),
 		servertest.WithAuthorize(svc.Authorize),
-		servertest.WithRegistryOptions(func(o *registry.Options) { o.Authority = svc }))
+		servertest.WithRegistryOptions(func(o *registry.Options) { o.Authority = svc })}, opts...)...)
 	svc.Bind(s.Registry, nil)
 	s.Auth.SetScopeCheck(svc.CheckToken)
 	return &env{t: t, s: s, svc: svc, c: s.Client(t), ctx: context.Background()}

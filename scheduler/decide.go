@@ -9,21 +9,32 @@ import (
 )
 
 // Unit is what the runtime says of a worker's or job's unit: Exists false
-// when it has none (never started, or removed).
+// when it has none (never started, or removed), or when it did not answer
+// (Unanswered says how it failed).
 type Unit struct {
 	Exists bool
 	State  runtime.State
+	// Unanswered, when set, is the runtime's failure to say anything of
+	// the unit: its state cannot be observed.
+	Unanswered string
 }
 
 // Observed is what the observer knows of one worker or job.
 type Observed struct {
 	Phase api.EventPhase
-	// Ended is when it became terminal (zero if not known).
-	Ended time.Time
-	Unit  Unit
+	// Started and Ended are the status's (zero if not known); Ended is when
+	// it became terminal.
+	Started time.Time
+	Ended   time.Time
+	Unit    Unit
 	// Timeout is the worker's timeout (0: none; jobs: always 0, their
 	// timeouts are their worker's concern).
 	Timeout time.Duration
+	// UnknownSince is since when the unit's state cannot be observed (zero:
+	// now, or it can); UnknownTimeout how long that may last before the
+	// worker or job is FAILED (0: no bound).
+	UnknownSince   time.Time
+	UnknownTimeout time.Duration
 	// Cleaned reports that this process already cleaned its unit up.
 	Cleaned bool
 }
@@ -51,8 +62,12 @@ type Plan struct {
 	Why string
 }
 
-// recheck is how soon a unit still being started is looked at again.
-const recheck = time.Second
+// recheck is how soon a unit still being started is looked at again, and
+// unknownRecheck how soon one whose state cannot be observed is.
+const (
+	recheck        = time.Second
+	unknownRecheck = 2 * time.Second
+)
 
 // Decide is the seed's "Worker Pod State is Observed", "Worker Pod Timeout
 // is Observed", "Worker Fails to Start" and "Job State is Observed" for
@@ -60,35 +75,51 @@ const recheck = time.Second
 // resources of a worker or job that ended by itself are cleaned up:
 //
 //   - PENDING: nothing (the scheduler claims it when capacity allows);
-//   - STARTING without a unit: start it;
+//   - STARTING without a unit: start it (when the runtime does not answer:
+//     look again soon);
 //   - STARTING, RUNNING or UNKNOWN with a unit: its state becomes the
 //     phase (running → RUNNING; exit 0 → SUCCEEDED; another exit → FAILED
 //     with the code; could not start → FAILED with the reason, cleaned up
-//     at once; lost → FAILED); a timeout passed → kill, TIMED_OUT, cleaned
-//     up at once;
-//   - RUNNING or UNKNOWN without a unit: FAILED (the runtime lost it);
+//     at once); a timeout passed → kill, TIMED_OUT, cleaned up at once;
+//   - STARTING, RUNNING or UNKNOWN whose state cannot be observed (the
+//     runtime lost the unit, does not list it, or does not answer):
+//     UNKNOWN, looked at again every few seconds; the worker's timeout
+//     still applies (TIMED_OUT, as above); once it has been unknown for
+//     UnknownTimeout, FAILED with a reason saying so, cleaned up a grace
+//     period later, as any FAILED, whether the runtime lists the unit or
+//     not. UNKNOWN stays cancelable (ABORTED, cleaned up at once);
 //   - terminal: a unit still running is killed and cleaned up at once
 //     (canceled, aborted, timed out, or a 409 said so); SUCCEEDED and
 //     FAILED are cleaned up a grace period after they ended; the others at
-//     once.
+//     once; when the runtime does not answer, look again soon.
 func Decide(o Observed, now time.Time, grace time.Duration) Plan {
 	u := o.Unit
 	switch o.Phase {
 	case api.PhasePending:
 		return Plan{Why: "PENDING: waits for the scheduler"}
 	case api.PhaseStarting, api.PhaseRunning, api.PhaseUnknown:
-		if !u.Exists {
-			if o.Phase == api.PhaseStarting {
-				return Plan{Start: true, Why: "claimed: start its unit"}
+		if o.Phase == api.PhaseStarting && !u.Exists {
+			if u.Unanswered != "" {
+				return Plan{RecheckAt: now.Add(unknownRecheck), Why: "the runtime does not answer, start it once it does: " + u.Unanswered}
 			}
-			return Plan{Phase: api.PhaseFailed, Reason: "lost: the runtime has no unit for it", Ended: now,
-				CleanupAt: now, Why: "its unit is gone"}
+			return Plan{Start: true, Why: "claimed: start its unit"}
+		}
+		if why := UnknownWhy(u); why != "" {
+			return unknown(o, why, now, grace)
 		}
 		return observe(o, now, grace)
 	}
 	// Terminal.
 	p := Plan{Why: fmt.Sprintf("%s: clean up", o.Phase)}
-	if !u.Exists || o.Cleaned {
+	switch {
+	case o.Cleaned:
+		p.Why = fmt.Sprintf("%s: nothing left to clean up", o.Phase)
+		return p
+	case u.Unanswered != "":
+		p.RecheckAt = now.Add(unknownRecheck)
+		p.Why = fmt.Sprintf("%s: the runtime does not answer, clean up once it does: %s", o.Phase, u.Unanswered)
+		return p
+	case !u.Exists:
 		p.Why = fmt.Sprintf("%s: nothing left to clean up", o.Phase)
 		return p
 	}
@@ -104,6 +135,61 @@ func Decide(o Observed, now time.Time, grace time.Duration) Plan {
 			ended = u.State.Ended
 		}
 		p.CleanupAt = ended.Add(grace)
+	}
+	return p
+}
+
+// UnknownWhy says why the state of the unit u cannot be observed, or ""
+// when it can: the runtime did not answer, does not list the unit, lost
+// it (its exit status is not known), or reports a phase this version does
+// not know.
+func UnknownWhy(u Unit) string {
+	switch {
+	case u.Unanswered != "":
+		return "the runtime does not answer: " + u.Unanswered
+	case !u.Exists:
+		return "the runtime has no unit for it"
+	}
+	switch u.State.Phase {
+	case runtime.PhasePending, runtime.PhaseRunning, runtime.PhaseExited, runtime.PhaseFailed:
+		return ""
+	case runtime.PhaseLost:
+		return "lost: " + u.State.Reason
+	}
+	return fmt.Sprintf("its unit is in a phase this version does not know (%q)", u.State.Phase)
+}
+
+// unknown is the plan of a non-terminal worker or job whose state cannot
+// be observed, for why: the seed's UNKNOWN, bounded by the worker's
+// timeout and by o.UnknownTimeout.
+func unknown(o Observed, why string, now time.Time, grace time.Duration) Plan {
+	started := o.Started
+	if started.IsZero() {
+		started = o.Unit.State.Started
+	}
+	var deadline time.Time
+	if o.Timeout > 0 && !started.IsZero() {
+		deadline = started.Add(o.Timeout)
+		if !now.Before(deadline) {
+			return Plan{Phase: api.PhaseTimedOut, Reason: fmt.Sprintf("timed out after %s (its state unknown: %s)", o.Timeout, why),
+				Ended: now, Kill: true, CleanupAt: now, Why: "its timeout passed while its state was unknown: kill it and clean up at once"}
+		}
+	}
+	since := o.UnknownSince
+	if since.IsZero() {
+		since = now
+	}
+	var bound time.Time
+	if o.UnknownTimeout > 0 {
+		bound = since.Add(o.UnknownTimeout)
+		if !now.Before(bound) {
+			reason := fmt.Sprintf("its state stayed unknown for %s: the runtime never knew it again (%s)", o.UnknownTimeout, why)
+			return Plan{Phase: api.PhaseFailed, Reason: reason, Ended: now, CleanupAt: now.Add(grace), Why: reason}
+		}
+	}
+	p := Plan{RecheckAt: earliest(earliest(now.Add(unknownRecheck), bound), deadline), Why: "its state cannot be observed: " + why}
+	if o.Phase != api.PhaseUnknown {
+		p.Phase, p.Reason = api.PhaseUnknown, why
 	}
 	return p
 }
@@ -146,9 +232,9 @@ func observe(o Observed, now time.Time, grace time.Duration) Plan {
 		return Plan{Phase: api.PhaseFailed, Reason: "failed to start: " + st.Reason, Ended: endedAt(st, now),
 			CleanupAt: now, Why: "its unit could not start: " + st.Reason}
 	}
-	// Lost, or a phase this version does not know.
-	return Plan{Phase: api.PhaseFailed, Reason: fmt.Sprintf("lost: %s", st.Reason), Ended: endedAt(st, now),
-		CleanupAt: endedAt(st, now).Add(grace), Why: "its unit was lost: " + st.Reason}
+	// Lost, or a phase this version does not know (Decide sends those to
+	// unknown first).
+	return unknown(o, UnknownWhy(o.Unit), now, grace)
 }
 
 func endedAt(st runtime.State, now time.Time) time.Time {

@@ -18,6 +18,8 @@ func TestDecide_FollowsTheSeedsObservations(t *testing.T) {
 	}
 	failed := scheduler.Unit{Exists: true, State: runtime.State{Phase: runtime.PhaseFailed, Reason: "exec: not found", Ended: now}}
 	lost := scheduler.Unit{Exists: true, State: runtime.State{Phase: runtime.PhaseLost, Reason: "vanished", Ended: now}}
+	unanswered := scheduler.Unit{Unanswered: "connection refused"}
+	const bound = 10 * time.Minute
 	for _, tc := range []struct {
 		name  string
 		in    scheduler.Observed
@@ -44,8 +46,38 @@ func TestDecide_FollowsTheSeedsObservations(t *testing.T) {
 			phase: api.PhaseSucceeded, clean: now.Add(-time.Second).Add(grace)},
 		{name: "fails to start: reason, cleaned at once", in: scheduler.Observed{Phase: api.PhaseStarting, Unit: failed},
 			phase: api.PhaseFailed, clean: now},
-		{name: "lost", in: scheduler.Observed{Phase: api.PhaseRunning, Unit: lost}, phase: api.PhaseFailed, clean: now.Add(grace)},
-		{name: "running without a unit", in: scheduler.Observed{Phase: api.PhaseRunning}, phase: api.PhaseFailed, clean: now},
+		// UNKNOWN: the state cannot be observed. Lost, not listed and not
+		// answered alike, and cleaned up alike once given up on.
+		{name: "lost is UNKNOWN", in: scheduler.Observed{Phase: api.PhaseRunning, Unit: lost, UnknownTimeout: bound},
+			phase: api.PhaseUnknown, again: now.Add(2 * time.Second)},
+		{name: "lost while STARTING is UNKNOWN", in: scheduler.Observed{Phase: api.PhaseStarting, Unit: lost, UnknownTimeout: bound},
+			phase: api.PhaseUnknown, again: now.Add(2 * time.Second)},
+		{name: "not listed is UNKNOWN", in: scheduler.Observed{Phase: api.PhaseRunning, UnknownTimeout: bound},
+			phase: api.PhaseUnknown, again: now.Add(2 * time.Second)},
+		{name: "not answered is UNKNOWN", in: scheduler.Observed{Phase: api.PhaseRunning, Unit: unanswered, UnknownTimeout: bound},
+			phase: api.PhaseUnknown, again: now.Add(2 * time.Second)},
+		{name: "UNKNOWN stays, looked at again", in: scheduler.Observed{Phase: api.PhaseUnknown, Unit: lost, UnknownTimeout: bound,
+			UnknownSince: now.Add(-time.Minute)}, again: now.Add(2 * time.Second)},
+		{name: "UNKNOWN is looked at again when its bound passes", in: scheduler.Observed{Phase: api.PhaseUnknown, Unit: unanswered,
+			UnknownTimeout: bound, UnknownSince: now.Add(-bound).Add(time.Second)}, again: now.Add(time.Second)},
+		{name: "lost beyond the bound fails, cleaned after grace", in: scheduler.Observed{Phase: api.PhaseUnknown, Unit: lost,
+			UnknownTimeout: bound, UnknownSince: now.Add(-bound)}, phase: api.PhaseFailed, clean: now.Add(grace)},
+		{name: "not listed beyond the bound fails, cleaned after grace", in: scheduler.Observed{Phase: api.PhaseUnknown,
+			UnknownTimeout: bound, UnknownSince: now.Add(-bound)}, phase: api.PhaseFailed, clean: now.Add(grace)},
+		{name: "not answered beyond the bound fails, cleaned after grace", in: scheduler.Observed{Phase: api.PhaseUnknown, Unit: unanswered,
+			UnknownTimeout: bound, UnknownSince: now.Add(-bound)}, phase: api.PhaseFailed, clean: now.Add(grace)},
+		{name: "UNKNOWN found running", in: scheduler.Observed{Phase: api.PhaseUnknown, Unit: running, UnknownTimeout: bound}, phase: api.PhaseRunning},
+		{name: "UNKNOWN that exited succeeds", in: scheduler.Observed{Phase: api.PhaseUnknown, Unit: exited(0)},
+			phase: api.PhaseSucceeded, clean: now.Add(-time.Second).Add(grace)},
+		{name: "UNKNOWN beyond the worker's timeout", in: scheduler.Observed{Phase: api.PhaseUnknown, Unit: unanswered,
+			Started: now.Add(-time.Hour), Timeout: time.Minute, UnknownTimeout: bound}, phase: api.PhaseTimedOut, kill: true, clean: now},
+		{name: "UNKNOWN rechecked by its worker's timeout", in: scheduler.Observed{Phase: api.PhaseUnknown, Unit: lost,
+			Started: now.Add(-time.Minute), Timeout: time.Minute + time.Second, UnknownTimeout: bound}, again: now.Add(time.Second)},
+		{name: "aborted UNKNOWN: at once", in: scheduler.Observed{Phase: api.PhaseAborted, Unit: lost}, clean: now},
+		{name: "STARTING, runtime not answering: not started, looked at again", in: scheduler.Observed{Phase: api.PhaseStarting, Unit: unanswered},
+			again: now.Add(2 * time.Second)},
+		{name: "terminal, runtime not answering: looked at again", in: scheduler.Observed{Phase: api.PhaseAborted, Unit: unanswered},
+			again: now.Add(2 * time.Second)},
 		{name: "aborted while running: kill at once", in: scheduler.Observed{Phase: api.PhaseAborted, Unit: running}, kill: true, clean: now},
 		{name: "canceled with an ended unit: at once", in: scheduler.Observed{Phase: api.PhaseCanceled, Unit: exited(0)}, clean: now},
 		{name: "timed out: at once", in: scheduler.Observed{Phase: api.PhaseTimedOut, Unit: exited(137)}, clean: now},
@@ -63,8 +95,8 @@ func TestDecide_FollowsTheSeedsObservations(t *testing.T) {
 			if p.Phase != "" && !api.Transition(tc.in.Phase, p.Phase) {
 				t.Fatalf("Decide moves %s to %s, which the seed does not allow", tc.in.Phase, p.Phase)
 			}
-			if p.Phase == api.PhaseFailed && p.Reason == "" {
-				t.Fatal("FAILED without a reason")
+			if (p.Phase == api.PhaseFailed || p.Phase == api.PhaseUnknown) && p.Reason == "" {
+				t.Fatalf("%s without a reason", p.Phase)
 			}
 		})
 	}

@@ -67,11 +67,13 @@ func (s *Scheduler) reconcile(ctx context.Context, key string) (controller.Resul
 		return controller.Result{}, nil
 	}
 	id := unitFor(&ev, "")
-	o := Observed{Phase: w.Phase, Ended: w.Ended, Timeout: timeout(ev.Spec.Worker)}
+	o := Observed{Phase: w.Phase, Started: w.Started, Ended: w.Ended, Timeout: timeout(ev.Spec.Worker),
+		UnknownTimeout: s.opts.UnknownTimeout}
 	var err error
 	if o.Unit, err = s.unit(ctx, id); err != nil {
 		return controller.Result{}, err
 	}
+	o.UnknownSince = s.unknownSince(id, o.Phase, o.Unit, now)
 	o.Cleaned = s.isCleaned(id)
 	trace.Check(ctx, "worker is %s; its unit: %s", w.Phase, o.Unit)
 	p := Decide(o, now, s.opts.GracePeriod)
@@ -84,28 +86,11 @@ func (s *Scheduler) reconcile(ctx context.Context, key string) (controller.Resul
 	acts = append(acts, action{id, p, live(o.Unit, p)})
 
 	// The jobs.
-	for i, j := range ev.Status.Jobs {
-		jid := unitFor(&ev, j.Name)
-		if j.Phase == api.PhasePending {
-			if next.Status.Worker.Phase.Terminal() {
-				next.Status.Jobs[i].Phase, next.Status.Jobs[i].Reason = api.PhaseCanceled, "its worker ended before it started"
-				next.Status.Jobs[i].Ended = now.UTC()
-				trace.Action(ctx, "job %s: CANCELED, its worker ended before it started", j.Name)
-			}
-			continue
-		}
-		jo := Observed{Phase: j.Phase, Ended: j.Ended, Cleaned: s.isCleaned(jid)}
-		if jo.Unit, err = s.unit(ctx, jid); err != nil {
-			return controller.Result{}, err
-		}
-		jp := Decide(jo, now, s.opts.GracePeriod)
-		if jp.Start {
-			jp, jo.Unit = s.startAndDecide(ctx, &ev, j.Name, j.Spec, jo, now)
-		}
-		trace.Check(ctx, "job %s is %s; its unit: %s: %s", j.Name, j.Phase, jo.Unit, jp.Why)
-		applyJob(&next.Status.Jobs[i], jp)
-		acts = append(acts, action{jid, jp, live(jo.Unit, jp)})
+	jacts, err := s.observeJobs(ctx, &ev, &next, now)
+	if err != nil {
+		return controller.Result{}, err
 	}
+	acts = append(acts, jacts...)
 
 	// Use the API to update the state (the seed's first step of every
 	// observation), then act on the runtime.
@@ -139,10 +124,48 @@ func (s *Scheduler) reconcile(ctx context.Context, key string) (controller.Resul
 	return controller.Result{RequeueAfter: d}, nil
 }
 
+// observeJobs decides for each job of ev, as reconcile does for the
+// worker, writing the phases into next (whose worker is decided already)
+// and returning what to do on the runtime. It blocks on the runtime.
+// Errors: ctx's.
+func (s *Scheduler) observeJobs(ctx context.Context, ev, next *api.Event, now time.Time) ([]action, error) {
+	var acts []action
+	for i, j := range ev.Status.Jobs {
+		jid := unitFor(ev, j.Name)
+		if j.Phase == api.PhasePending {
+			if next.Status.Worker.Phase.Terminal() {
+				next.Status.Jobs[i].Phase, next.Status.Jobs[i].Reason = api.PhaseCanceled, "its worker ended before it started"
+				next.Status.Jobs[i].Ended = now.UTC()
+				trace.Action(ctx, "job %s: CANCELED, its worker ended before it started", j.Name)
+			}
+			continue
+		}
+		jo := Observed{Phase: j.Phase, Started: j.Started, Ended: j.Ended, Cleaned: s.isCleaned(jid),
+			UnknownTimeout: s.opts.UnknownTimeout}
+		var err error
+		if jo.Unit, err = s.unit(ctx, jid); err != nil {
+			return nil, err
+		}
+		jo.UnknownSince = s.unknownSince(jid, jo.Phase, jo.Unit, now)
+		jp := Decide(jo, now, s.opts.GracePeriod)
+		if jp.Start {
+			jp, jo.Unit = s.startAndDecide(ctx, ev, j.Name, j.Spec, jo, now)
+		}
+		trace.Check(ctx, "job %s is %s; its unit: %s: %s", j.Name, j.Phase, jo.Unit, jp.Why)
+		applyJob(&next.Status.Jobs[i], jp)
+		acts = append(acts, action{jid, jp, live(jo.Unit, jp)})
+	}
+	return acts, nil
+}
+
 // conflict is the seed's 409: the status changed under the write. Read it
 // again: gone → presumed deleted; a terminal worker → treat it as canceled
-// or aborted (kill and clean up at once); otherwise the cache was behind,
-// so try again.
+// or aborted (kill and clean up at once); a job that became terminal
+// while the worker lives → that job is terminal at once ("Job State is
+// Observed": treat it as such going forward): its unit is killed and
+// cleaned up now, and the rest of the event is observed again when the
+// cache shows the new version (the write that made the job terminal
+// enqueues the event); otherwise the cache was behind, so try again.
 func (s *Scheduler) conflict(ctx context.Context, key string, ev *api.Event) (controller.Result, error) {
 	cur, err := client.For[*api.Event](s.c).Get(ctx, ev.Namespace, ev.Name)
 	switch {
@@ -157,7 +180,41 @@ func (s *Scheduler) conflict(ctx context.Context, key string, ev *api.Event) (co
 		trace.Exit(ctx, "409: the worker is already %s: treated as canceled/aborted, its units killed and cleaned up at once", cur.Status.Worker.Phase)
 		return controller.Result{}, s.killAll(ctx, cur)
 	}
+	if ended := endedJobs(ev, cur); len(ended) > 0 {
+		ids := make([]string, len(ended))
+		for i, j := range ended {
+			ids[i] = unitFor(cur, j.Name)
+		}
+		if err := s.cleanupNow(ctx, ids); err != nil {
+			return controller.Result{}, err
+		}
+		trace.Exit(ctx, "409: %s already terminal while the worker lives: treated as such at once, killed and cleaned up; the rest is observed again with the new version", jobsPhases(ended))
+		return controller.Result{}, nil
+	}
 	return controller.Result{}, fmt.Errorf("scheduler: event %s changed while being observed; trying again", key)
+}
+
+// endedJobs are the jobs terminal in cur that were not in old.
+func endedJobs(old, cur *api.Event) []api.JobStatus {
+	was := map[string]api.EventPhase{}
+	for _, j := range old.Status.Jobs {
+		was[j.Name] = j.Phase
+	}
+	var out []api.JobStatus
+	for _, j := range cur.Status.Jobs {
+		if j.Phase.Terminal() && !was[j.Name].Terminal() {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+func jobsPhases(jobs []api.JobStatus) string {
+	parts := make([]string, len(jobs))
+	for i, j := range jobs {
+		parts[i] = fmt.Sprintf("job %s (%s)", j.Name, j.Phase)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // killAll kills and cleans up every unit of ev at once.
@@ -166,6 +223,13 @@ func (s *Scheduler) killAll(ctx context.Context, ev *api.Event) error {
 	for _, j := range ev.Status.Jobs {
 		ids = append(ids, unitFor(ev, j.Name))
 	}
+	return s.cleanupNow(ctx, ids)
+}
+
+// cleanupNow kills and cleans up the units ids at once (a unit the runtime
+// does not know is no error). It blocks on the runtime. Errors: the
+// runtime's.
+func (s *Scheduler) cleanupNow(ctx context.Context, ids []string) error {
 	for _, id := range ids {
 		if err := s.rt.Cleanup(ctx, id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			return err
@@ -345,6 +409,13 @@ func (s *Scheduler) gone(ctx context.Context, key string) error {
 
 // removeUnits removes every unit of the event uid, logs included.
 func (s *Scheduler) removeUnits(ctx context.Context, uid string) error {
+	s.mu.Lock()
+	for id := range s.unknown {
+		if got, ok := eventUID(id); ok && got == uid {
+			delete(s.unknown, id)
+		}
+	}
+	s.mu.Unlock()
 	units, err := s.rt.List(ctx)
 	if err != nil {
 		return err
@@ -356,21 +427,53 @@ func (s *Scheduler) removeUnits(ctx context.Context, uid string) error {
 			}
 			s.mu.Lock()
 			delete(s.cleaned, u.ID)
+			delete(s.unknown, u.ID)
 			s.mu.Unlock()
 		}
 	}
 	return nil
 }
 
+// unit asks the runtime for the state of the unit id. A runtime that
+// fails to answer is no error: the Unit says so (Unanswered), and the
+// worker or job becomes UNKNOWN. Errors: ctx's, when it ended.
 func (s *Scheduler) unit(ctx context.Context, id string) (Unit, error) {
 	st, err := s.rt.State(ctx, id)
-	if errors.Is(err, runtime.ErrNotFound) {
+	switch {
+	case errors.Is(err, runtime.ErrNotFound):
 		return Unit{}, nil
-	}
-	if err != nil {
-		return Unit{}, err
+	case err != nil && ctx.Err() != nil:
+		return Unit{}, ctx.Err()
+	case err != nil:
+		return Unit{Unanswered: err.Error()}, nil
 	}
 	return Unit{Exists: true, State: st}, nil
+}
+
+// unknownSince is since when the state of the unit id of a worker or job
+// in phase cannot be observed, as u says at now: the earliest of when
+// this process first saw it so and when the runtime reported it lost;
+// zero when its state is known (or it is terminal, or not started yet).
+// The first of these is in memory: a restart of the observer starts
+// counting again for units the runtime does not list or cannot be asked
+// about.
+func (s *Scheduler) unknownSince(id string, phase api.EventPhase, u Unit, now time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	notStarted := phase == api.PhaseStarting && !u.Exists
+	if phase.Terminal() || phase == api.PhasePending || notStarted || UnknownWhy(u) == "" {
+		delete(s.unknown, id)
+		return time.Time{}
+	}
+	since, ok := s.unknown[id]
+	if !ok {
+		since = now
+	}
+	if u.Exists && !u.State.Ended.IsZero() && u.State.Ended.Before(since) {
+		since = u.State.Ended
+	}
+	s.unknown[id] = since
+	return since
 }
 
 func (s *Scheduler) isCleaned(id string) bool {

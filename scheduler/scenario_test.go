@@ -12,6 +12,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/internal/testkit"
 )
 
@@ -191,10 +192,19 @@ func TestDelete_WhileRunningRemovesItsRuntimeResourcesAtOnce(t *testing.T) {
 func TestWorker_WithoutItsEventSecretFailsScheduling(t *testing.T) {
 	h := startHarness(t, controllers.Config{})
 	h.project("p", script("true"))
-	// An in-process client writes through the registry alone: the Event
-	// gets no secrets (only the event endpoint writes them).
-	ev, err := client.For[*api.Event](h.d.Client()).Create(t.Context(), &api.Event{
+	// A write through the registry alone (no client does that: the
+	// in-process one creates Events through the events endpoint too) gives
+	// the Event no secrets: only the events endpoint writes them.
+	obj, err := api.FromResource(&api.Event{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindEvent},
 		ObjectMeta: api.ObjectMeta{Name: "bare", Namespace: "default"}, Spec: api.EventSpec{Project: "p", Source: "s", Type: "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := h.d.Registry().Create(identity.With(t.Context(), identity.System()), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := client.Convert[*api.Event](created)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,10 @@ const (
 	DefaultMaxWorkers  = 16
 	DefaultMaxJobs     = 32
 	DefaultGracePeriod = 60 * time.Second
+	// DefaultUnknownTimeout is how long a worker or job may stay UNKNOWN
+	// (its unit lost, not listed, or the runtime not answering) before it
+	// is FAILED.
+	DefaultUnknownTimeout = 10 * time.Minute
 )
 
 // passInterval is how often the scheduler looks at the queue when nothing
@@ -44,6 +48,11 @@ type Options struct {
 	// DefaultGracePeriod. Deleted, aborted, canceled and timed-out ones go
 	// at once. Logs stay until the event is deleted.
 	GracePeriod time.Duration
+	// UnknownTimeout is how long a worker or job whose state cannot be
+	// observed stays UNKNOWN before it is FAILED with a reason saying so
+	// (unless the runtime knows it again, or the worker's timeout comes
+	// first); default DefaultUnknownTimeout.
+	UnknownTimeout time.Duration
 	// Workers is the number of events observed concurrently; default 8.
 	Workers int
 	// Runtime runs the units. Required.
@@ -103,6 +112,9 @@ type Scheduler struct {
 	uids map[string]string
 	// cleaned holds the units this process has cleaned up.
 	cleaned map[string]bool
+	// unknown holds since when each unit of a non-terminal worker or job
+	// could not be observed (unknownSince).
+	unknown map[string]time.Time
 	// watching holds the units a goroutine waits on.
 	watching map[string]bool
 	// decoded caches the events the last pass decoded, by key.
@@ -123,6 +135,9 @@ func New(c client.Interface, opts Options) (*Scheduler, error) {
 	if opts.GracePeriod <= 0 {
 		opts.GracePeriod = DefaultGracePeriod
 	}
+	if opts.UnknownTimeout <= 0 {
+		opts.UnknownTimeout = DefaultUnknownTimeout
+	}
 	if opts.Workers <= 0 {
 		opts.Workers = 8
 	}
@@ -142,7 +157,7 @@ func New(c client.Interface, opts Options) (*Scheduler, error) {
 	return &Scheduler{c: c, rt: opts.Runtime, opts: opts, log: log, m: newMetrics(opts.Metrics, log),
 		factory: opts.Informers, kick: make(chan struct{}, 1),
 		claimed: map[string]bool{}, waiting: map[string]Wait{}, uids: map[string]string{},
-		cleaned: map[string]bool{}, watching: map[string]bool{}}, nil
+		cleaned: map[string]bool{}, unknown: map[string]time.Time{}, watching: map[string]bool{}}, nil
 }
 
 // Run watches Events and Projects and schedules and observes workers and

@@ -1,0 +1,225 @@
+package event
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/registry"
+)
+
+// maxFanOutBatch bounds the projects of one fan-out transaction: each
+// Event is two of its writes (the Event, its records), and a transaction
+// holds at most registry.MaxTxnItems. A batch the store finds too large
+// (its conditions or writes beyond --max-txn-ops) is halved.
+const maxFanOutBatch = registry.MaxTxnItems / 2
+
+// FanOutResult is the answer of a fan-out: an EventList of the Events
+// created, and, per matching project in name order, what was written for
+// it.
+type FanOutResult struct {
+	api.TypeMeta
+	api.ListMeta `json:"metadata"`
+	Items        []*api.Object `json:"items"`
+	// Projects says, for each project whose subscriptions matched, the
+	// Event created for it or why none was.
+	Projects []ProjectOutcome `json:"projects"`
+}
+
+// ProjectOutcome is what a fan-out wrote for one project.
+type ProjectOutcome struct {
+	Project string `json:"project"`
+	// Event is the name of the Event created for the project; empty when
+	// none was.
+	Event string `json:"event,omitempty"`
+	// Error says why no Event was created for the project.
+	Error *api.Status `json:"error,omitempty"`
+}
+
+// FanOut creates one Event per Project of ev's namespace whose
+// subscriptions match ev (api.EventSubscription.Match), each as Create
+// does, and returns them. It never half-succeeds silently:
+//
+//   - every matching project and its secrets are read, and every Event
+//     prepared, before anything is written: a project that cannot have
+//     its Event (a Secret it names is missing, two of its Secrets share a
+//     key) fails the whole fan-out, naming the project, and nothing is
+//     written;
+//   - the Events and their records are then written in one transaction,
+//     or, beyond what one transaction holds (maxFanOutBatch, the store's
+//     --max-txn-ops), in several, each all or nothing. When a transaction
+//     fails and none was committed, that is the error; when some were
+//     committed, the answer is no error but lists, per project, the Event
+//     created or the error that kept it from being created.
+//
+// It blocks on one list of the projects, one read per project and per
+// secret, and the transactions (retried with fresh reads when a project or
+// secret changed meanwhile, or a generated name collided). With opts
+// DryRun nothing is written. Errors: as Create, naming the project.
+func (s *Service) FanOut(ctx context.Context, ev *api.Event, opts api.WriteOptions) (*FanOutResult, error) {
+	reg, err := s.registry()
+	if err != nil {
+		return nil, err
+	}
+	sys := system(ctx)
+	names, err := subscribed(sys, reg, ev)
+	if err != nil {
+		return nil, err
+	}
+	snaps := map[string]*snapshot{}
+	for _, name := range names {
+		if snaps[name], err = readPrepared(sys, reg, ev, name); err != nil {
+			return nil, err
+		}
+	}
+	out := &FanOutResult{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindEvent + "List"},
+		Items: []*api.Object{}, Projects: []ProjectOutcome{}}
+	var firstErr error
+	batches := slices.Collect(slices.Chunk(names, maxFanOutBatch))
+	for len(batches) > 0 {
+		b := batches[0]
+		batches = batches[1:]
+		objs, err := s.commitBatch(sys, reg, ev, b, snaps, opts)
+		if tooLarge(err) && len(b) > 1 {
+			batches = append([][]string{b[:len(b)/2], b[len(b)/2:]}, batches...)
+			continue
+		}
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			for _, name := range b {
+				out.Projects = append(out.Projects, ProjectOutcome{Project: name, Error: asStatus(err)})
+			}
+			continue
+		}
+		for i, obj := range objs {
+			out.Items = append(out.Items, obj)
+			out.Projects = append(out.Projects, ProjectOutcome{Project: b[i], Event: obj.Name})
+		}
+	}
+	if firstErr != nil && len(out.Items) == 0 {
+		return nil, firstErr // nothing was written
+	}
+	return out, nil
+}
+
+// subscribed lists, in name order, the projects of ev's namespace with a
+// subscription matching ev.
+func subscribed(ctx context.Context, reg *registry.Registry, ev *api.Event) ([]string, error) {
+	l, err := reg.List(ctx, api.KindProject, ev.Namespace, api.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, obj := range l.Items {
+		var p api.Project
+		if err := obj.Into(&p); err != nil {
+			return nil, fmt.Errorf("event: stored project %q does not decode: %w", obj.Name, err)
+		}
+		if slices.ContainsFunc(p.Spec.EventSubscriptions, func(sub api.EventSubscription) bool {
+			return sub.Match(ev.Spec.Source, ev.Spec.Type, ev.Spec.Qualifiers, ev.Spec.Labels)
+		}) {
+			names = append(names, p.Name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// readPrepared reads the snapshot of project for ev's fan-out and checks
+// that its Event can be prepared. Errors: prepare's and readSnapshot's,
+// naming the project.
+func readPrepared(ctx context.Context, reg *registry.Registry, ev *api.Event, project string) (*snapshot, error) {
+	sn, err := readSnapshot(ctx, reg, ev.Namespace, project)
+	if err == nil {
+		_, err = prepare(forProject(ev, project), sn)
+	}
+	if err != nil {
+		return nil, projectError(project, err)
+	}
+	return sn, nil
+}
+
+// commitBatch creates the Events of ev for the projects names in one
+// transaction, retrying with fresh snapshots when one changed meanwhile
+// (Conflict) or a generated name collided. It answers the created Events
+// in the order of names. Errors: Commit's (nothing written), prepare's and
+// readSnapshot's for a project that changed meanwhile.
+func (s *Service) commitBatch(ctx context.Context, reg *registry.Registry, ev *api.Event, names []string,
+	snaps map[string]*snapshot, opts api.WriteOptions) ([]*api.Object, error) {
+	for attempt := 1; ; attempt++ {
+		txn := reg.Txn()
+		for _, name := range names {
+			w, err := prepare(forProject(ev, name), snaps[name])
+			if err == nil {
+				err = w.addTo(txn, reg)
+			}
+			if err != nil {
+				return nil, projectError(name, err)
+			}
+		}
+		res, err := txn.Commit(ctx, opts)
+		if err == nil {
+			objs := make([]*api.Object, len(names))
+			for i := range names {
+				objs[i] = res[2*i].Object // each Event is followed by its records
+			}
+			return objs, nil
+		}
+		retry := errors.Is(err, api.ErrConflict) || (errors.Is(err, api.ErrAlreadyExists) && ev.Name == "")
+		if !retry || attempt == maxCreateAttempts {
+			return nil, err
+		}
+		if errors.Is(err, api.ErrConflict) {
+			for _, name := range names {
+				if snaps[name], err = readSnapshot(ctx, reg, ev.Namespace, name); err != nil {
+					return nil, projectError(name, err)
+				}
+			}
+		}
+	}
+}
+
+// forProject is a copy of the fan-out's event ev for project.
+func forProject(ev *api.Event, project string) *api.Event {
+	one := *ev
+	one.Spec.Project = project
+	return &one
+}
+
+// projectError is err, said of the fan-out's project: an *api.Status keeps
+// its reason and details.
+func projectError(project string, err error) error {
+	var st *api.Status
+	if errors.As(err, &st) {
+		c := *st
+		c.Message = fmt.Sprintf("event for project %s: %s", project, st.Message)
+		return &c
+	}
+	return fmt.Errorf("event for project %s: %w", project, err)
+}
+
+// tooLarge reports whether err is the registry's refusal of a transaction
+// beyond the store's limits (Invalid, its causes naming the transaction).
+func tooLarge(err error) bool {
+	var st *api.Status
+	if !errors.As(err, &st) || st.Reason != api.ReasonInvalid || st.Details == nil {
+		return false
+	}
+	return slices.ContainsFunc(st.Details.Causes, func(c api.StatusCause) bool {
+		return strings.HasPrefix(c.Field, "transaction.")
+	})
+}
+
+// asStatus is err as the API answers it.
+func asStatus(err error) *api.Status {
+	var st *api.Status
+	if errors.As(err, &st) {
+		return st
+	}
+	return api.NewStatus(api.ReasonInternalError, "%v", err)
+}
