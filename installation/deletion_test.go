@@ -42,8 +42,8 @@ func (e *env) deleteInst(name string) {
 // once.
 func (e *env) ignoreWhile(name string, change func()) {
 	e.t.Helper()
-	e.annotate(api.KindInstallation, name, api.AnnotationIgnore, "true")
 	n := strings.Count(e.explain(name), "1. ignore annotation")
+	e.annotate(api.KindInstallation, name, api.AnnotationIgnore, "true")
 	testkit.EventuallyNil(e.t, wait, "the ignore annotation seen", func() error {
 		if got := e.explain(name); strings.Count(got, "1. ignore annotation") <= n {
 			return errors.New("trace:\n" + got)
@@ -164,6 +164,7 @@ func TestInstallation_ForceDeletionFailsWhenTheUpdateCannotRender(t *testing.T) 
 	}
 	e.waitGone(api.KindInstallation, "one")
 	e.waitGone(api.KindExecution, "one")
+	e.waitExplain("one", "6. update failed (")
 }
 
 // Deletion step 1.3 (a departure): the force-reconcile annotation stays
