@@ -109,8 +109,16 @@ func TestDeparture_DependentsAreTriggeredOnlyWhenTheExportsChange(t *testing.T) 
 	e.apply(pairYAML)
 	e.finish("producer", 0, api.DeploySucceeded, nil)
 	e.waitPhase("producer", api.InstallationSucceeded)
+	// The reconcile that made the producer Succeeded (and triggered the
+	// consumer after writing it) has ended.
+	e.waitExplain("producer", "\nSucceeded\n")
 	e.finish("consumer", 0, api.DeploySucceeded, nil)
-	e.waitPhase("consumer", api.InstallationSucceeded)
+	e.waitInst("consumer", "Succeeded, no operation pending", func(in *api.Installation) string {
+		if in.Status.Phase != api.InstallationSucceeded || in.Annotations[api.AnnotationOperation] != "" {
+			return "not yet"
+		}
+		return ""
+	})
 	stop := e.recordInstallations()
 	// The producer runs again (a reconcile re-checks its execution) and
 	// succeeds with the same exports.
