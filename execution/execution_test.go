@@ -51,10 +51,41 @@ func threeItems() []api.DeployItemTemplate {
 	}
 }
 
+// watchOrder records, in the order of the store's revisions, when each
+// deploy item is created ("created b") and first up to date in phase
+// Succeeded ("a succeeded"), until stop is called.
+func watchOrder(t *testing.T, e *deploytest.Env) (stop func() []string) {
+	t.Helper()
+	w, err := e.C.Watch(e.Ctx(), api.KindDeployItem, deploytest.NS, api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		succeeded := map[string]bool{}
+		for ev := range w.Events() {
+			n := ev.Object.Labels[api.LabelDeployItemName]
+			if ev.Type == api.Added {
+				order = append(order, "created "+n)
+			}
+			var d api.DeployItem
+			if ev.Object.Into(&d) == nil && !succeeded[n] && d.Status.Phase == api.DeploySucceeded && d.Status.ObservedGeneration == d.Generation {
+				succeeded[n] = true
+				order = append(order, n+" succeeded")
+			}
+		}
+	}()
+	return func() []string { w.Stop(); <-done; return order }
+}
+
 func TestExecution_ConvergesAndCollectsExportsWhenAllSucceeded(t *testing.T) {
 	e := start(t)
+	stop := watchOrder(t, e)
 	e.Execution("app", threeItems())
 	x := e.WaitExecution("app", api.DeploySucceeded)
+	order := stop()
 	if x.Status.Ready != "3/3" || x.Status.ExportRef == "" || !x.HasFinalizer(api.FinalizerExecution) {
 		t.Fatalf("status %+v finalizers %v: want 3/3 ready, an exportRef and the finalizer", x.Status, x.Finalizers)
 	}
@@ -74,11 +105,11 @@ func TestExecution_ConvergesAndCollectsExportsWhenAllSucceeded(t *testing.T) {
 			t.Fatalf("deploy item %s: owner %+v labels %v annotations %v", name, cr, d.Labels, d.Annotations)
 		}
 	}
-	// b and c are created only once a succeeded.
-	a, _ := deploytest.Get[api.DeployItem](e, api.KindDeployItem, "app-a")
-	b, _ := deploytest.Get[api.DeployItem](e, api.KindDeployItem, "app-b")
-	if b.CreationTimestamp.Before(a.Status.LastReconcileTime) {
-		t.Fatalf("b created at %v, before a was picked up at %v", b.CreationTimestamp, a.Status.LastReconcileTime)
+	// b and c are created only once a succeeded (in the order of the
+	// store's revisions, which one watch reports).
+	pos := func(s string) int { return slices.Index(order, s) }
+	if pos("a succeeded") < 0 || pos("created b") < pos("a succeeded") || pos("created c") < pos("a succeeded") {
+		t.Fatalf("order %v: want b and c created only after a succeeded", order)
 	}
 }
 

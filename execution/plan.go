@@ -99,6 +99,24 @@ func (it Item) Done() bool {
 	return it.StatusUpToDate() && it.Phase.Completed() && !it.Pending && !it.Deleting
 }
 
+// DeletionFailed reports whether the deletion of a deleting item failed:
+// its deployer's uninstall failed or was aborted (UninstallFailed), or an
+// abort was not carried out in time (AbortingTimeout; the deployer library
+// does not start an uninstall over it either). A deleting item still
+// Failed from its deploy is not a deletion failure: it waits for its
+// deployer to start the uninstall (which writes Deleting), or for good
+// while that deployer is down.
+func (it Item) DeletionFailed() bool {
+	if !it.Deleting || it.Phase != api.DeployFailed || it.LastError == nil {
+		return false
+	}
+	switch it.LastError.Reason {
+	case api.ReasonUninstallFailed, api.ReasonAbortingTimeout:
+		return true
+	}
+	return false
+}
+
 // Class is one of the seed's classes of (spec item, resource) pairs.
 type Class string
 
@@ -367,7 +385,7 @@ type DeletePlan struct {
 // PlanDelete plans the delete operation: every remaining item is deleted
 // except those already deleting and those another remaining item depends
 // on (per spec), so items go in reverse dependsOn order; a deleting item
-// in phase Failed fails the execution.
+// whose deletion failed (Item.DeletionFailed) fails the execution.
 func PlanDelete(spec []api.DeployItemTemplate, items map[string]*Item) DeletePlan {
 	if len(items) == 0 {
 		return DeletePlan{Gone: true, Phase: api.DeployDeleting, Reason: "all deploy items are gone"}
@@ -385,8 +403,10 @@ func PlanDelete(spec []api.DeployItemTemplate, items map[string]*Item) DeletePla
 	for _, name := range sortedNames(items) {
 		it := items[name]
 		switch {
-		case it.Deleting && it.Phase == api.DeployFailed:
+		case it.DeletionFailed():
 			p.Failed = append(p.Failed, *it)
+		case it.Deleting && it.Phase == api.DeployFailed:
+			p.Waiting = append(p.Waiting, fmt.Sprintf("%s: deleting after its deploy failed; waits for its deployer to start the uninstall", name))
 		case it.Deleting:
 			p.Waiting = append(p.Waiting, fmt.Sprintf("%s: deleting, waits for its deployer to uninstall it and remove its finalizer", name))
 		case len(dependents[name]) > 0:

@@ -213,6 +213,10 @@ func TestPlanDelete_ReverseDependsOnOrder(t *testing.T) {
 	a, b, c := item("a", 1, 1, api.DeploySucceeded), item("b", 1, 1, api.DeploySucceeded), item("c", 1, 1, api.DeploySucceeded)
 	bFailed := del(item("b", 1, 1, api.DeployFailed))
 	bFailed.LastError = &api.LastError{Reason: "UninstallFailed", Message: "exit status 3"}
+	bDeployFailed := del(item("b", 1, 1, api.DeployFailed))
+	bDeployFailed.LastError = &api.LastError{Reason: "MockFailed", Message: "asked to fail"}
+	bAbortTimedOut := del(item("b", 1, 1, api.DeployFailed))
+	bAbortTimedOut.LastError = &api.LastError{Reason: api.ReasonAbortingTimeout, Message: "no abort within 5m"}
 	for _, tc := range []struct {
 		name    string
 		items   map[string]*Item
@@ -228,6 +232,10 @@ func TestPlanDelete_ReverseDependsOnOrder(t *testing.T) {
 		{name: "a goes once its dependents are gone", items: byName(a), delete: []string{"a"}, phase: api.DeployDeleting},
 		{name: "a failed deletion fails the execution, naming the item", items: byName(a, bFailed, del(c)), phase: api.DeployFailed,
 			reason: "deletion of deploy item b failed: UninstallFailed: exit status 3"},
+		{name: "a deploy failure of a deleting item is no deletion failure", items: byName(a, bDeployFailed), phase: api.DeployDeleting,
+			waiting: "b: deleting after its deploy failed; waits for its deployer to start the uninstall"},
+		{name: "an abort that timed out fails the deletion", items: byName(a, bAbortTimedOut), phase: api.DeployFailed,
+			reason: "deletion of deploy item b failed: AbortingTimeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := PlanDelete(spec, tc.items)

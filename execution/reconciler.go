@@ -131,14 +131,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	switch s.Op {
 	case OpDelete:
 		trace.Subflow(ctx, "delete operation")
-		return controller.Result{}, r.deleteOp(ctx, key, e)
+		err = r.deleteOp(ctx, key, e)
 	case OpRecheck:
 		trace.Subflow(ctx, "re-check of deploy items")
-		return controller.Result{}, r.recheck(ctx, key, e)
+		err = r.recheck(ctx, key, e)
 	default:
 		trace.Subflow(ctx, "reconcile operation")
-		return controller.Result{}, r.reconcileOp(ctx, key, e, s.Force)
+		err = r.reconcileOp(ctx, key, e, s.Force)
 	}
+	return controller.Result{}, r.refused(ctx, key, e, err)
+}
+
+// refused records in e's lastError that the API refused a write this
+// reconcile needed (api.WriteRefused: a namespace at its object limit, an
+// object too large, a full store), with the API's reason and message, and
+// returns err: the reconcile is retried with backoff, as what fixes it
+// sends the execution no event. Other errors are returned as they are.
+func (r *Reconciler) refused(ctx context.Context, key string, e *api.Execution, err error) error {
+	if !api.WriteRefused(err) {
+		return err
+	}
+	msg := fmt.Sprintf("the API refused a write (%s): %v", api.ReasonOf(err), err)
+	st := e.Status
+	st.LastError = &api.LastError{Reason: api.ReasonWriteRefused, Message: msg, Time: r.opts.Now().UTC()}
+	if werr := r.writeStatus(ctx, key, e, st); werr != nil {
+		r.opts.Logger.Warn("execution: cannot record a refused write", "key", key, "err", werr)
+	}
+	trace.Exit(ctx, "%s: %s (retried with backoff)", api.ReasonWriteRefused, msg)
+	return err
 }
 
 // reconcileOp is the seed's reconcile operation.
@@ -174,7 +194,7 @@ func (r *Reconciler) reconcileOp(ctx context.Context, key string, e *api.Executi
 		trace.Action(ctx, "collected the exports of every deploy item into DataObject %s", ref)
 	case api.DeployFailed:
 		st.ExportRef = ""
-		st.LastError = &api.LastError{Reason: "DeployItemFailed", Message: p.Reason, Time: r.opts.Now().UTC()}
+		st.LastError = &api.LastError{Reason: api.ReasonDeployItemFailed, Message: p.Reason, Time: r.opts.Now().UTC()}
 	default:
 		st.ExportRef = ""
 		for _, name := range p.Update {
@@ -234,7 +254,7 @@ func (r *Reconciler) recheck(ctx context.Context, key string, e *api.Execution) 
 		trace.Action(ctx, "collected the exports of every deploy item into DataObject %s", ref)
 	}
 	if res.Phase == api.DeployFailed {
-		st.LastError = &api.LastError{Reason: "DeployItemFailed", Message: failedItems(items), Time: r.opts.Now().UTC()}
+		st.LastError = &api.LastError{Reason: api.ReasonDeployItemFailed, Message: failedItems(items), Time: r.opts.Now().UTC()}
 	}
 	st.Ready = ready(e.Spec.DeployItems, items, nil)
 	if err := r.writeStatus(ctx, key, e, st); err != nil {
@@ -282,7 +302,7 @@ func (r *Reconciler) deleteOp(ctx context.Context, key string, e *api.Execution)
 	st := e.Status
 	st.Phase, st.LastError, st.ExportRef = p.Phase, nil, ""
 	if p.Phase == api.DeployFailed {
-		st.LastError = &api.LastError{Reason: "DeletionFailed", Message: p.Reason, Time: r.opts.Now().UTC()}
+		st.LastError = &api.LastError{Reason: api.ReasonDeletionFailed, Message: p.Reason, Time: r.opts.Now().UTC()}
 		trace.Exit(ctx, "Failed: %s", p.Reason)
 	} else {
 		trace.Exit(ctx, "Deleting: %d deploy items remain", len(items))

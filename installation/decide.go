@@ -76,11 +76,13 @@ type Nested struct {
 
 // ExecutionState maps an Execution to its place in the combined phase: an
 // execution whose status is not up to date, or that carries an operation
-// annotation, is still in work.
+// annotation, is still in work. A deleting execution is in work until its
+// deletion failed (its lastError says DeletionFailed): a Failed phase left
+// from its deploy is no failure of the deletion.
 func ExecutionState(e *api.Execution) Nested {
 	n := Nested{Kind: api.KindExecution, Name: e.Name}
 	switch {
-	case e.Deleting() && e.Status.Phase != api.DeployFailed:
+	case e.Deleting() && !(e.Status.Phase == api.DeployFailed && deletionFailed(e.Status.LastError)):
 		n.Phase, n.Reason = api.InstallationProgressing, "deleting"
 	case e.Status.ObservedGeneration != e.Generation:
 		n.Phase, n.Reason = api.InstallationProgressing, fmt.Sprintf("generation %d not observed yet", e.Generation)
@@ -106,7 +108,7 @@ func InstallationState(in *api.Installation) Nested {
 	switch {
 	case in.Deleting():
 		n.Phase, n.Reason = api.InstallationProgressing, "deleting"
-		if in.Status.Phase == api.InstallationFailed {
+		if in.Status.Phase == api.InstallationFailed && deletionFailed(in.Status.LastError) {
 			n.Phase = api.InstallationFailed
 		}
 	case in.Status.ObservedGeneration != in.Generation:
@@ -120,6 +122,12 @@ func InstallationState(in *api.Installation) Nested {
 		n.Reason = in.Status.LastError.Message
 	}
 	return n
+}
+
+// deletionFailed reports whether a nested object's lastError is the
+// failure of its deletion.
+func deletionFailed(le *api.LastError) bool {
+	return le != nil && le.Reason == api.ReasonDeletionFailed
 }
 
 func orNone(s string) string {

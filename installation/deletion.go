@@ -19,46 +19,7 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 	}
 	// 1. Check for force-reconcile operation annotation.
 	if inst.Annotations[api.AnnotationOperation] == api.OperationForceReconcile {
-		trace.Check(ctx, "1. force-reconcile annotation: skip the deletion checks")
-		imps, err := r.resolveImports(ctx, inst, 0)
-		var f *failure
-		if err != nil && !errors.As(err, &f) {
-			return controller.Result{}, err
-		}
-		exists, deleting := r.nestedState(inst)
-		switch {
-		case f != nil:
-			trace.Check(ctx, "1.1 cannot update the nested objects (%s); deleting what exists", f.err)
-		case !exists || deleting:
-			trace.Check(ctx, "1.1 nested objects already deleting or gone: no update")
-		case len(Unsatisfied(imps)) > 0:
-			bad := Unsatisfied(imps)
-			trace.Exit(ctx, "1.1 cannot update the nested objects: %s", strings.Join(bad, "; "))
-			return controller.Result{}, fmt.Errorf("installation %s: cannot update before deletion: %s", inst.Name, strings.Join(bad, "; "))
-		default:
-			if _, _, err := r.update(ctx, inst, r.caches.blueprint(inst), imps, ""); err != nil {
-				var f *failure
-				if !errors.As(err, &f) {
-					return controller.Result{}, err
-				}
-				trace.Check(ctx, "1.1 update failed (%s); deleting what exists", f.err)
-			} else {
-				trace.Action(ctx, "1.1 nested objects updated")
-			}
-		}
-		gone, err := r.deleteNested(ctx, inst, api.OperationForceReconcile)
-		if err != nil {
-			return controller.Result{}, err
-		}
-		if gone {
-			trace.Action(ctx, "1.2 nested objects gone: finalizer removed")
-			return controller.Result{}, r.updateMeta(ctx, inst, func(m *api.ObjectMeta) {
-				m.RemoveFinalizer(api.FinalizerInstallation)
-				delete(m.Annotations, api.AnnotationOperation)
-			})
-		}
-		trace.Exit(ctx, "1.2 deleting the nested objects (force-reconcile propagated); waiting for them to go")
-		return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) { s.Phase = api.InstallationDeleting })
+		return r.forceDeletion(ctx, inst)
 	}
 	// 2. Check for sibling imports.
 	if users := SiblingImporters(inst, mapValues(r.caches.siblings(inst))); len(users) > 0 {
@@ -140,6 +101,81 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 	}
 	trace.Exit(ctx, "7. deleting the nested objects; waiting for them to go")
 	return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) { s.Phase = api.InstallationDeleting })
+}
+
+// forceDeletion is deletion step 1, the force-reconcile annotation: it
+// skips the deletion checks. 1.1 updates the nested objects first; when
+// they cannot be rendered (a missing Blueprint, a template error, an
+// import failing its schema) the deletion fails with that error, as the
+// seed says, until the cause is fixed or the annotation removed (the
+// standard deletion then deletes what exists). A right the creator lacks
+// (reading an import, running a rendered command) never holds a deletion
+// up: the update is skipped. 1.2 deletes the nested objects, passing the
+// annotation on. 1.3: the annotation is removed with the finalizer, once
+// the nested objects are gone, not at once (see docs/departures.md).
+func (r *Reconciler) forceDeletion(ctx context.Context, inst *api.Installation) (controller.Result, error) {
+	trace.Check(ctx, "1. force-reconcile annotation: skip the deletion checks")
+	if err := r.updateBeforeDeletion(ctx, inst); err != nil {
+		var f *failure
+		if !errors.As(err, &f) {
+			return controller.Result{}, err
+		}
+		msg := fmt.Sprintf("cannot update the nested objects before the deletion (%s: %s); fix it, or remove the %s annotation to delete without the update",
+			f.reason, f.err, api.AnnotationOperation)
+		trace.Exit(ctx, "1.1 deletion failed: %s", msg)
+		return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
+			s.Phase = api.InstallationFailed
+			s.LastError = r.lastError(s.LastError, ReasonDeletionFailed, msg)
+		})
+	}
+	gone, err := r.deleteNested(ctx, inst, api.OperationForceReconcile)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if gone {
+		trace.Action(ctx, "1.2 nested objects gone: finalizer removed; 1.3 operation annotation removed")
+		return controller.Result{}, r.updateMeta(ctx, inst, func(m *api.ObjectMeta) {
+			m.RemoveFinalizer(api.FinalizerInstallation)
+			delete(m.Annotations, api.AnnotationOperation)
+		})
+	}
+	trace.Exit(ctx, "1.2 deleting the nested objects (force-reconcile propagated); waiting for them to go")
+	return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
+		s.Phase = api.InstallationDeleting
+		if s.LastError != nil && s.LastError.Reason == ReasonDeletionFailed {
+			s.LastError = nil
+		}
+	})
+}
+
+// updateBeforeDeletion is deletion step 1.1: it updates the nested
+// objects unless they are already deleting or gone. It returns a failure
+// when they cannot be rendered, an error when an import is unsatisfied
+// (retried), and nil when the update was done or skipped: skipped when the
+// creator lacks a right (a deletion never waits on one).
+func (r *Reconciler) updateBeforeDeletion(ctx context.Context, inst *api.Installation) error {
+	if exists, deleting := r.nestedState(inst); !exists || deleting {
+		trace.Check(ctx, "1.1 nested objects already deleting or gone: no update")
+		return nil
+	}
+	imps, err := r.resolveImports(ctx, inst, 0)
+	if err == nil {
+		if bad := Unsatisfied(imps); len(bad) > 0 {
+			trace.Exit(ctx, "1.1 cannot update the nested objects: %s", strings.Join(bad, "; "))
+			return fmt.Errorf("installation %s: cannot update before deletion: %s", inst.Name, strings.Join(bad, "; "))
+		}
+		_, _, err = r.update(ctx, inst, r.caches.blueprint(inst), imps, "")
+	}
+	var f *failure
+	switch {
+	case err == nil:
+		trace.Action(ctx, "1.1 nested objects updated")
+		return nil
+	case errors.As(err, &f) && f.reason == ReasonForbidden:
+		trace.Check(ctx, "1.1 cannot update the nested objects as the creator (%s); deleting what exists", f.err)
+		return nil
+	}
+	return err
 }
 
 // nestedState reports whether the installation has nested objects and

@@ -2,6 +2,7 @@ package installation_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,15 +160,48 @@ func TestInstallation_SiblingImporterWaitsInPendingDependenciesThenRuns(t *testi
 		t.Fatalf("shop status %s", statusString(shop))
 	}
 
-	// Deleting the root deletes the tree, the importer before the exporter.
-	if _, _, err := e.c.Delete(e.ctx, api.KindInstallation, e.ns, "shop", api.DeleteOptions{}); err != nil {
+	// Deleting the root deletes the tree, the importer before the
+	// exporter. The app's execution is held (as an uninstall under way
+	// would hold it): meanwhile the database's deletion waits for its
+	// importer (deletion step 2) and leaves its execution alone.
+	e.hold("shop-app")
+	w, err := e.c.Watch(e.ctx, api.KindInstallation, e.ns, api.ListOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	var gone []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.Events() {
+			if ev.Type == api.Deleted {
+				gone = append(gone, ev.Object.Name)
+			}
+		}
+	}()
+	e.deleteInst("shop")
+	e.waitInst("shop-database", "deletion blocked by the app", func(in *api.Installation) string {
+		if !in.Deleting() || in.Status.LastError == nil || in.Status.LastError.Reason != "DeletionBlocked" ||
+			!strings.Contains(in.Status.LastError.Message, "sibling shop-app imports db-connection") {
+			return "not blocked by the app"
+		}
+		return ""
+	})
+	e.waitPhase("shop-app", api.InstallationDeleting)
+	if ex, err := e.exec("shop-database"); err != nil || ex.Deleting() {
+		t.Fatalf("the exporter's execution is deleted while its importer remains: %v %v", err, ex)
+	}
+	e.release("shop-app")
 	for _, n := range []string{"shop", "shop-app", "shop-database"} {
 		e.waitGone(api.KindInstallation, n)
 	}
 	e.waitGone(api.KindDataObject, "shop-db-connection")
 	e.waitGone(api.KindExecution, "shop-database")
+	w.Stop()
+	<-done
+	if i, j := slices.Index(gone, "shop-app"), slices.Index(gone, "shop-database"); i < 0 || j < i {
+		t.Fatalf("installations gone in the order %v: want the importer shop-app before the exporter shop-database", gone)
+	}
 }
 
 // pairYAML is two root installations: producer exports what consumer

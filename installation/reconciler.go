@@ -3,6 +3,7 @@ package installation
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -22,7 +23,7 @@ const (
 	ReasonRenderFailed        = "RenderFailed"
 	ReasonNestedFailed        = "NestedFailed"
 	ReasonDeletionBlocked     = "DeletionBlocked"
-	ReasonDeletionFailed      = "DeletionFailed"
+	ReasonDeletionFailed      = api.ReasonDeletionFailed
 	// ReasonForbidden: the installation's creator may not do what it
 	// needs (read an import, run the commands its blueprint renders).
 	ReasonForbidden = "Forbidden"
@@ -87,6 +88,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		trace.Exit(ctx, "the cache is behind this controller's last write: waiting for its watch event")
 		return controller.Result{RequeueAfter: expectFor}, nil
 	}
+	res, err := r.run(ctx, inst)
+	return res, r.refused(ctx, inst, err)
+}
+
+// refused records in the installation's lastError that the API refused a
+// write this reconcile needed (api.WriteRefused: a namespace at its object
+// limit, an object too large, a full store), with the API's reason and
+// message, and returns err: the reconcile is retried with backoff, as what
+// fixes it sends the installation no event. Other errors are returned as
+// they are.
+func (r *Reconciler) refused(ctx context.Context, inst *api.Installation, err error) error {
+	if !api.WriteRefused(err) {
+		return err
+	}
+	msg := fmt.Sprintf("the API refused a write (%s): %v", api.ReasonOf(err), err)
+	if werr := r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
+		s.LastError = r.lastError(s.LastError, api.ReasonWriteRefused, msg)
+	}); werr != nil {
+		r.log.Warn("installation: cannot record a refused write", "installation", inst.Namespace+"/"+inst.Name, "err", werr)
+	}
+	trace.Exit(ctx, "%s: %s (retried with backoff)", api.ReasonWriteRefused, msg)
+	return err
+}
+
+// run runs the flow Core decides for inst.
+func (r *Reconciler) run(ctx context.Context, inst *api.Installation) (controller.Result, error) {
 	flow := Core(inst)
 	switch flow {
 	case FlowIgnore:
