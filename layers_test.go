@@ -92,11 +92,15 @@ var allowed = map[string][]string{
 	"internal/deploytest": {"api", "client", "client/local", "deployitem", "gc", "identity", "internal/testkit", "manager",
 		"runtime", "server/servertest", "trace"},
 	"internal/failovertest": {"api", "client", "client/local", "gc", "identity", "internal/testkit", "manager", "server/servertest"},
+	// A real Kubernetes API (etcd, kube-apiserver, kube-controller-manager
+	// processes) for the tests of what deploys to Kubernetes.
+	"internal/kubetest": {},
 }
 
 // testSupport entries help tests: only tests (and other test support) may
 // import them.
-var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest", "internal/testkit", "internal/deploytest", "internal/failovertest"}
+var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest", "internal/testkit", "internal/deploytest", "internal/failovertest",
+	"internal/kubetest"}
 
 // testOnly may additionally be imported by tests.
 var testOnly = append(slices.Clone(testSupport),
