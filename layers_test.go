@@ -53,7 +53,7 @@ var allowed = map[string][]string{
 	// the controller.
 	"cleaner/condition": {},
 	"cleaner":           {"api", "client", "controller", "informer", "manager", "trace", "cleaner/condition"},
-	"controllers":       {"api", "client", "manager", "gc", "cleaner", "scheduler", "informer", "controller", "trace", "execution", "deployitem", "deployer", "installation"},
+	"controllers":       {"api", "client", "manager", "gc", "cleaner", "scheduler", "informer", "controller", "trace", "execution", "deployitem", "deployer", "installation", "target"},
 	"scheduler":         {"api", "client", "controller", "informer", "manager", "runtime", "trace"},
 	"gc":                {"api", "client", "controller", "informer", "manager", "trace"},
 	"runtime":           {"runtime"},
@@ -63,6 +63,9 @@ var allowed = map[string][]string{
 	// The deployment controllers (the deployer entry covers its types).
 	"execution":  {"api", "client", "controller", "informer", "manager", "trace"},
 	"deployitem": {"api", "client", "controller", "informer", "manager", "trace"},
+	// The target controller: the reachability of kubernetes-cluster
+	// Targets, and the cache of their clients deployers take.
+	"target": {"api", "client", "controller", "informer", "manager", "trace"},
 	"deployer":   {"api", "client", "controller", "informer", "manager", "trace", "runtime", "deployer"},
 	// The installation controller and the blueprint rendering it (and
 	// admission) uses: pure functions over the wire types.
@@ -106,7 +109,7 @@ var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest"
 var testOnly = append(slices.Clone(testSupport),
 	"api", "kinds", "registry", "server", "store", "daemon", "leader", "client", "client/local", "informer",
 	"controller", "gc", "cleaner", "cleaner/condition", "identity", "auth", "authz", "trace", "lease", "manager", "controllers", "runtime",
-	"execution", "deployitem", "deployer", "internal/gopace")
+	"execution", "deployitem", "deployer", "internal/gopace", "target")
 
 // storeSide lists the only packages that may link the store, by importing
 // registry, store or server. Every other package — the client, informer,
