@@ -65,8 +65,8 @@ var allowed = map[string][]string{
 	"deployitem": {"api", "client", "controller", "informer", "manager", "trace"},
 	// The target controller: the reachability of kubernetes-cluster
 	// Targets, and the cache of their clients deployers take.
-	"target": {"api", "client", "controller", "informer", "manager", "trace"},
-	"deployer":   {"api", "client", "controller", "informer", "manager", "trace", "runtime", "deployer"},
+	"target":   {"api", "client", "controller", "informer", "manager", "trace"},
+	"deployer": {"api", "client", "controller", "informer", "manager", "trace", "runtime", "deployer"},
 	// The installation controller and the blueprint rendering it (and
 	// admission) uses: pure functions over the wire types.
 	"installation": {"api", "blueprint", "client", "controller", "informer", "manager", "trace"},
