@@ -37,6 +37,8 @@ const (
 	// ReasonKubeconfigRefused: the kubeconfig would run a command or read
 	// a file on cairn's host (exec, auth-provider, file paths).
 	ReasonKubeconfigRefused = "KubeconfigRefused"
+	// ReasonForbidden: the Target's creator may not read the Secret.
+	ReasonForbidden = "Forbidden"
 	// ReasonUnauthorized: the cluster refused the kubeconfig's
 	// credentials.
 	ReasonUnauthorized = "Unauthorized"

@@ -162,7 +162,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		trace.Exit(ctx, "the target is being deleted: dropped its client")
 		return controller.Result{}, nil
 	}
-	p := r.check(ctx, key, t)
+	p, err := r.check(ctx, key, t)
+	if err != nil {
+		return controller.Result{}, err
+	}
 	st, changed := Next(t.Status, t.Generation, p, r.opts.Now())
 	if changed {
 		if err := r.writeStatus(ctx, key, t, st); err != nil {
@@ -175,23 +178,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 }
 
 // check reads the Target's Secret, takes its client and asks the cluster
-// for its version.
-func (r *Reconciler) check(ctx context.Context, key string, t *api.Target) Probe {
+// for its version. The error is one of the API's, reading the Secret
+// (retried).
+func (r *Reconciler) check(ctx context.Context, key string, t *api.Target) (Probe, error) {
 	ref, err := SecretRef(t.Spec.Config)
 	if err != nil {
 		r.opts.Clients.Drop(key)
-		return Probe{Reason: ReasonInvalidConfig, Message: err.Error()}
+		return Probe{Reason: ReasonInvalidConfig, Message: err.Error()}, nil
 	}
-	sec, err := r.secret(t.Namespace, ref.Name)
-	if err != nil {
+	sec, err := r.secret(ctx, t, ref.Name)
+	if api.IsCreatorForbidden(err) {
 		r.opts.Clients.Drop(key)
-		return Probe{Reason: ReasonInvalidKubeconfig, Message: err.Error()}
+		return Probe{Reason: ReasonForbidden, Message: err.Error()}, nil
+	}
+	if err != nil {
+		return Probe{}, err
 	}
 	step := Plan(ref, sec)
 	if !step.Connect {
 		r.opts.Clients.Drop(key)
 		trace.Check(ctx, "kubeconfig: %s", step.Fail.Message)
-		return step.Fail
+		return step.Fail, nil
 	}
 	trace.Check(ctx, "kubeconfig: Secret %s key %s (resourceVersion %s)", ref.Name, ref.Key, sec.ResourceVersion)
 	cl, err := r.opts.Clients.Get(key, step.Source)
@@ -200,7 +207,7 @@ func (r *Reconciler) check(ctx context.Context, key string, t *api.Target) Probe
 		if errors.Is(err, ErrKubeconfigRefused) {
 			reason = ReasonKubeconfigRefused
 		}
-		return Probe{Reason: reason, Message: fmt.Sprintf("Secret %s key %s: %s", ref.Name, ref.Key, err)}
+		return Probe{Reason: reason, Message: fmt.Sprintf("Secret %s key %s: %s", ref.Name, ref.Key, err)}, nil
 	}
 	p := ServerVersion(ctx, cl, r.opts.ProbeTimeout)
 	if p.Reachable {
@@ -208,18 +215,25 @@ func (r *Reconciler) check(ctx context.Context, key string, t *api.Target) Probe
 	} else {
 		trace.Check(ctx, "server version not read: %s", p.Message)
 	}
-	return p
+	return p, nil
 }
 
-// secret reads the Secret ns/name from the cache.
-func (r *Reconciler) secret(ns, name string) (Secret, error) {
-	obj, ok := r.secrets.Get(ns, name)
-	if !ok {
+// secret reads the Secret name of t's namespace through the API, as t's
+// creator: the controller lends no authority of its own (the shared cache
+// of Secrets only tells it when to look again). A missing Secret is
+// Secret{Found: false}; the error is the API's (api.IsCreatorForbidden
+// when the creator may not read it).
+func (r *Reconciler) secret(ctx context.Context, t *api.Target, name string) (Secret, error) {
+	obj, err := r.c.Get(api.ActFor(ctx, api.KindTarget, &t.ObjectMeta), api.KindSecret, t.Namespace, name)
+	if errors.Is(err, api.ErrNotFound) {
 		return Secret{}, nil
 	}
-	s, err := controller.Decode[*api.Secret](obj)
 	if err != nil {
-		return Secret{}, fmt.Errorf("Secret %s does not decode", name)
+		return Secret{}, fmt.Errorf("target: read Secret %s: %w", name, err)
+	}
+	s, err := client.Convert[*api.Secret](obj)
+	if err != nil {
+		return Secret{}, fmt.Errorf("target: Secret %s does not decode", name)
 	}
 	return Secret{Found: true, UID: s.UID, ResourceVersion: s.ResourceVersion, Data: s.Data}, nil
 }
