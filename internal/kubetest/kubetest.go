@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,26 +49,58 @@ const startTimeout = 90 * time.Second
 const stopTimeout = 10 * time.Second
 
 // Version returns the Kubernetes version whose binaries the tests run:
-// v1.X.Y for cairn's k8s.io/client-go v0.X.Y. The error says that the
-// build information lacks client-go (a binary built without modules).
+// v1.X.Y for cairn's k8s.io/client-go v0.X.Y, read from the build
+// information or, in test binaries (which carry none of their
+// dependencies), from the go.mod above the working directory. The error
+// says that neither names client-go.
 func Version() (string, error) {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "", errors.New("kubetest: no build information: cannot tell the version of k8s.io/client-go")
-	}
-	for _, d := range bi.Deps {
-		if d.Path == "k8s.io/client-go" {
-			v := d.Version
-			if d.Replace != nil {
-				v = d.Replace.Version
+	v := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "k8s.io/client-go" {
+				v = d.Version
+				if d.Replace != nil {
+					v = d.Replace.Version
+				}
 			}
-			if rest, ok := strings.CutPrefix(v, "v0."); ok {
-				return "v1." + rest, nil
-			}
-			return "", fmt.Errorf("kubetest: k8s.io/client-go %s is not a v0.X.Y version", v)
 		}
 	}
-	return "", errors.New("kubetest: k8s.io/client-go is not in the build information")
+	if v == "" {
+		v = clientGoInGoMod()
+	}
+	if v == "" {
+		return "", errors.New("kubetest: neither the build information nor a go.mod above the working directory names k8s.io/client-go")
+	}
+	rest, ok := strings.CutPrefix(v, "v0.")
+	if !ok {
+		return "", fmt.Errorf("kubetest: k8s.io/client-go %s is not a v0.X.Y version", v)
+	}
+	return "v1." + rest, nil
+}
+
+// clientGoInGoMod returns the version of k8s.io/client-go that the
+// nearest go.mod at or above the working directory requires, or "".
+func clientGoInGoMod() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				f := strings.Fields(line)
+				if f = slices.DeleteFunc(f, func(s string) bool { return s == "require" || s == "(" }); len(f) >= 2 && f[0] == "k8s.io/client-go" {
+					return f[1]
+				}
+			}
+			return ""
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
 }
 
 // BinDir returns the directory of kube-apiserver and
@@ -95,7 +128,7 @@ func binary(t testing.TB, name string) string {
 	t.Helper()
 	dir, err := BinDir()
 	if err != nil {
-		t.Fatalf("kubetest: %v", err)
+		t.Fatal(err)
 	}
 	path := filepath.Join(dir, name)
 	if st, err := os.Stat(path); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
@@ -176,6 +209,9 @@ func (c *Cluster) apiserverArgs() []string {
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--disable-admission-plugins=ServiceAccount",
 		"--allow-privileged=true",
+		// No endpoints for the kubernetes Service: a loopback address cannot
+		// be one, and nothing in the tests reaches the apiserver through it.
+		"--endpoint-reconciler-type=none",
 	}
 }
 
