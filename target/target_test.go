@@ -143,7 +143,7 @@ func TestTarget_ReachableWithTheServerVersionAndTheKubeconfigNowhere(t *testing.
 		t.Errorf("status = %+v, want serverVersion %s for generation %d", tg.Status, want, tg.Generation)
 	}
 	if cl, ok := e.clients.Lookup(deploytest.NS + "/prod"); !ok || cl.Config.Host != k.URL {
-		t.Errorf("cached client = %+v, %v; want one for %s", cl, ok, k.URL)
+		t.Errorf("cached client found %v, want one for %s", ok, k.URL)
 	}
 	e.noLeak(k.Token, "prod")
 
@@ -216,7 +216,7 @@ func TestTarget_SecretChangedToAnotherClusterDropsTheCachedClient(t *testing.T) 
 	e.wait("prod", api.ConditionTrue)
 	first, ok := e.clients.Lookup(deploytest.NS + "/prod")
 	if !ok || first.Config.Host != a.URL {
-		t.Fatalf("cached client = %+v, want one for %s", first, a.URL)
+		t.Fatalf("cached client = %v (found %v), want one for %s", first != nil, ok, a.URL)
 	}
 
 	e.secret("prod", map[string]string{"kubeconfig": string(b.Kubeconfig())})
@@ -226,8 +226,11 @@ func TestTarget_SecretChangedToAnotherClusterDropsTheCachedClient(t *testing.T) 
 	}
 	testkit.EventuallyNil(t, deploytest.Wait, "a client for the second cluster", func() error {
 		cl, ok := e.clients.Lookup(deploytest.NS + "/prod")
-		if !ok || cl.Config.Host != b.URL || cl.SecretResourceVersion != sec.ResourceVersion {
-			return fmt.Errorf("cached client %+v", cl)
+		if !ok {
+			return fmt.Errorf("no cached client")
+		}
+		if cl.Config.Host != b.URL || cl.SecretResourceVersion != sec.ResourceVersion {
+			return fmt.Errorf("cached client for %s from Secret version %s, want %s and %s", cl.Config.Host, cl.SecretResourceVersion, b.URL, sec.ResourceVersion)
 		}
 		return nil
 	})
