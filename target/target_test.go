@@ -3,6 +3,7 @@ package target_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -131,10 +132,23 @@ func (e *env) noLeak(s string, targets ...string) {
 	}
 }
 
+// tokenFirst is k's admin kubeconfig with the user, and so the token,
+// first: a trace step that quoted the kubeconfig would show it before
+// the trace's bound on a step's length cuts the message.
+func tokenFirst(k *kubetest.Cluster) string {
+	return fmt.Sprintf(`users: [{name: admin, user: {token: %s}}]
+apiVersion: v1
+kind: Config
+current-context: c
+contexts: [{name: c, context: {cluster: k, user: admin}}]
+clusters: [{name: k, cluster: {server: %q, certificate-authority-data: %s}}]
+`, k.Token, k.URL, base64.StdEncoding.EncodeToString(k.CAData))
+}
+
 func TestTarget_ReachableWithTheServerVersionAndTheKubeconfigNowhere(t *testing.T) {
 	k := kubetest.Start(t)
 	e := start(t, target.Options{})
-	e.secret("prod", map[string]string{"kubeconfig": string(k.Kubeconfig())})
+	e.secret("prod", map[string]string{"kubeconfig": tokenFirst(k)})
 	e.target("prod", "prod", "kubeconfig")
 
 	tg := e.wait("prod", api.ConditionTrue, target.ReasonConnected)
