@@ -53,7 +53,7 @@ var allowed = map[string][]string{
 	// the controller.
 	"cleaner/condition": {},
 	"cleaner":           {"api", "client", "controller", "informer", "manager", "trace", "cleaner/condition"},
-	"controllers":       {"api", "client", "manager", "gc", "cleaner", "scheduler", "informer", "controller", "trace", "execution", "deployitem", "deployer", "installation"},
+	"controllers":       {"api", "client", "manager", "gc", "cleaner", "scheduler", "informer", "controller", "trace", "execution", "deployitem", "deployer", "installation", "target"},
 	"scheduler":         {"api", "client", "controller", "informer", "manager", "runtime", "trace"},
 	"gc":                {"api", "client", "controller", "informer", "manager", "trace"},
 	"runtime":           {"runtime"},
@@ -63,7 +63,10 @@ var allowed = map[string][]string{
 	// The deployment controllers (the deployer entry covers its types).
 	"execution":  {"api", "client", "controller", "informer", "manager", "trace"},
 	"deployitem": {"api", "client", "controller", "informer", "manager", "trace"},
-	"deployer":   {"api", "client", "controller", "informer", "manager", "trace", "runtime", "deployer"},
+	// The target controller: the reachability of kubernetes-cluster
+	// Targets, and the cache of their clients deployers take.
+	"target":   {"api", "client", "controller", "informer", "manager", "trace"},
+	"deployer": {"api", "client", "controller", "informer", "manager", "trace", "runtime", "deployer"},
 	// The installation controller and the blueprint rendering it (and
 	// admission) uses: pure functions over the wire types.
 	"installation": {"api", "blueprint", "client", "controller", "informer", "manager", "trace"},
@@ -92,17 +95,21 @@ var allowed = map[string][]string{
 	"internal/deploytest": {"api", "client", "client/local", "deployitem", "gc", "identity", "internal/testkit", "manager",
 		"runtime", "server/servertest", "trace"},
 	"internal/failovertest": {"api", "client", "client/local", "gc", "identity", "internal/testkit", "manager", "server/servertest"},
+	// A real Kubernetes API (etcd, kube-apiserver, kube-controller-manager
+	// processes) for the tests of what deploys to Kubernetes.
+	"internal/kubetest": {},
 }
 
 // testSupport entries help tests: only tests (and other test support) may
 // import them.
-var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest", "internal/testkit", "internal/deploytest", "internal/failovertest"}
+var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest", "internal/testkit", "internal/deploytest", "internal/failovertest",
+	"internal/kubetest"}
 
 // testOnly may additionally be imported by tests.
 var testOnly = append(slices.Clone(testSupport),
 	"api", "kinds", "registry", "server", "store", "daemon", "leader", "client", "client/local", "informer",
 	"controller", "gc", "cleaner", "cleaner/condition", "identity", "auth", "authz", "trace", "lease", "manager", "controllers", "runtime",
-	"execution", "deployitem", "deployer", "internal/gopace")
+	"execution", "deployitem", "deployer", "internal/gopace", "target", "column")
 
 // storeSide lists the only packages that may link the store, by importing
 // registry, store or server. Every other package — the client, informer,

@@ -103,17 +103,88 @@ func (p InstallationPhase) Final() bool {
 }
 
 // Target describes where deploy items deploy to: a type that deployers
-// recognise and its configuration.
+// recognise and its configuration. Targets of type kubernetes-cluster get
+// a status: whether the cluster is reachable.
 type Target struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata"`
-	Spec       TargetSpec `json:"spec"`
+	Spec       TargetSpec   `json:"spec"`
+	Status     TargetStatus `json:"status,omitzero"`
 }
 
 // TargetSpec is a Target's description.
 type TargetSpec struct {
 	Type   string          `json:"type"`
 	Config json.RawMessage `json:"config,omitempty"`
+}
+
+// TargetTypeKubernetesCluster is the Target type of a Kubernetes cluster;
+// its config is a KubernetesClusterConfig.
+const TargetTypeKubernetesCluster = "kubernetes-cluster"
+
+// KubernetesClusterConfig is the config of a kubernetes-cluster Target:
+// the Secret (in the Target's namespace) and key holding its kubeconfig.
+type KubernetesClusterConfig struct {
+	Kubeconfig KubeconfigSource `json:"kubeconfig"`
+}
+
+// KubeconfigSource says where a kubeconfig comes from.
+type KubeconfigSource struct {
+	// SecretRef names the Secret and its key; the key defaults to
+	// DefaultKubeconfigKey.
+	SecretRef SecretKeyRef `json:"secretRef"`
+}
+
+// DefaultKubeconfigKey is the Secret key of a kubeconfig when its
+// secretRef names none.
+const DefaultKubeconfigKey = "kubeconfig"
+
+// TargetStatus is what the target controller observed of a Target.
+type TargetStatus struct {
+	// ObservedGeneration is the generation the conditions describe.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// ServerVersion is the cluster's version (e.g. v1.37.2) when it was
+	// last reached.
+	ServerVersion string `json:"serverVersion,omitempty"`
+	// Conditions hold the Reachable condition.
+	Conditions []Condition `json:"conditions,omitempty"`
+}
+
+// Condition is one aspect of an object's state, as in Kubernetes.
+type Condition struct {
+	// Type names the aspect (e.g. Reachable).
+	Type string `json:"type"`
+	// Status is ConditionTrue or ConditionFalse.
+	Status ConditionStatus `json:"status"`
+	// Reason is a CamelCase word for the status (e.g. SecretNotFound).
+	Reason string `json:"reason,omitempty"`
+	// Message says the reason to people.
+	Message string `json:"message,omitempty"`
+	// LastTransitionTime is when Status last changed.
+	LastTransitionTime time.Time `json:"lastTransitionTime,omitzero"`
+}
+
+// ConditionStatus is the status of a Condition.
+type ConditionStatus string
+
+// The statuses of a condition.
+const (
+	ConditionTrue  ConditionStatus = "True"
+	ConditionFalse ConditionStatus = "False"
+)
+
+// ConditionReachable is the type of a Target's condition saying whether
+// cairn can reach the cluster it names.
+const ConditionReachable = "Reachable"
+
+// FindCondition returns the condition of type t in cs, or nil.
+func FindCondition(cs []Condition, t string) *Condition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
 }
 
 // DataObject holds one piece of data in a context: an installation's

@@ -156,7 +156,9 @@ type KindInfo struct {
 // Column is a printer column of `cairn get`.
 type Column struct {
 	Name string `json:"name"`
-	// Path is a dotted path into the object, e.g. ".status.phase".
+	// Path is a dotted path into the object, e.g. ".status.phase". A
+	// part met at a list of objects picks the object whose "type" is that
+	// part, as conditions are kept: ".status.conditions.Reachable.status".
 	Path string `json:"path"`
 	// Format: "" (as is), "age" (time since a timestamp), "count" (length
 	// of a list or map).

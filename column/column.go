@@ -30,12 +30,7 @@ func Cell(m map[string]any, c api.Column, sensitive []string, now time.Time) str
 	}
 	var v any = m
 	for _, part := range strings.Split(strings.TrimPrefix(c.Path, "."), ".") {
-		mm, ok := v.(map[string]any)
-		if !ok {
-			v = nil
-			break
-		}
-		v = mm[part]
+		v = member(v, part)
 	}
 	switch c.Format {
 	case "age":
@@ -59,6 +54,23 @@ func Cell(m map[string]any, c api.Column, sensitive []string, now time.Time) str
 		}
 	}
 	return formatValue(v)
+}
+
+// member returns v's member part: a map's value at key part, or in a list
+// of objects (such as conditions) the object whose "type" is part; nil
+// when there is none.
+func member(v any, part string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return x[part]
+	case []any:
+		for _, e := range x {
+			if em, ok := e.(map[string]any); ok && em["type"] == part {
+				return em
+			}
+		}
+	}
+	return nil
 }
 
 // formatValue renders a JSON value for a table cell.

@@ -21,6 +21,7 @@ import (
 	"cairn.dev/cairn/installation"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/scheduler"
+	"cairn.dev/cairn/target"
 )
 
 // Config holds the options of every controller, set from the flags of the
@@ -75,6 +76,7 @@ func List(cfg Config) []manager.Controller {
 		}},
 		{Name: "deployer-mock", Setup: mock.Setup},
 		{Name: "deployer-container", Setup: container.Setup},
+		{Name: "target", Setup: func(t *manager.Term) error { return target.Setup(t, target.Options{}) }},
 		{Name: "cleaner", Setup: func(t *manager.Term) error { return cleaner.Setup(t, cleaner.Options{}) }},
 		{Name: "events", Setup: func(t *manager.Term) error {
 			return scheduler.Setup(t, scheduler.Options{MaxWorkers: cfg.EventMaxWorkers, MaxJobs: cfg.EventMaxJobs, GracePeriod: cfg.EventGracePeriod})

@@ -133,12 +133,13 @@ func DependencyCycle(items []api.DeployItemTemplate) []string {
 	return nil
 }
 
-// validateTarget requires a target's type.
+// validateTarget requires a target's type, and checks the config of the
+// types cairn knows.
 func validateTarget(_ context.Context, _ *registry.Admission, t *api.Target) field.ErrorList {
 	if strings.TrimSpace(t.Spec.Type) == "" {
 		return field.ErrorList{field.Required(field.NewPath("spec", "type"), "a target needs a type")}
 	}
-	return nil
+	return validateTargetConfig(t)
 }
 
 func requireType(p *field.Path, t string) field.ErrorList {

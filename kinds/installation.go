@@ -19,11 +19,19 @@ import (
 // age is the AGE column every kind ends with.
 var age = api.Column{Name: "AGE", Path: ".metadata.creationTimestamp", Format: "age"}
 
-// Target defines the Target kind: where deploy items deploy to.
+// Target defines the Target kind: where deploy items deploy to. Its
+// status says whether a kubernetes-cluster target is reachable (package
+// target); admission checks the config of that type.
 func Target() registry.Kind {
 	return registry.Define(registry.Spec[*api.Target]{
-		Kind: api.KindTarget, Namespaced: true, Fields: []string{"spec"},
-		Columns: []api.Column{{Name: "TYPE", Path: ".spec.type"}, age}, Validate: validateTarget,
+		Kind: api.KindTarget, Namespaced: true, Fields: []string{"spec", "status"},
+		Columns: []api.Column{
+			{Name: "TYPE", Path: ".spec.type"},
+			{Name: "REACHABLE", Path: ".status.conditions." + api.ConditionReachable + ".status"},
+			{Name: "VERSION", Path: ".status.serverVersion"},
+			age,
+		},
+		Validate: validateTarget, Acts: actsOfTarget,
 	})
 }
 
