@@ -422,8 +422,9 @@ func (k *Controller) abortUninstall(ctx context.Context, key string, item *Item)
 
 // Reasons in a deploy item's lastError set by the library.
 const (
-	// ReasonUninstallFailed: the uninstall failed.
-	ReasonUninstallFailed = "UninstallFailed"
+	// ReasonUninstallFailed: the uninstall failed, or was aborted
+	// (api.ReasonUninstallFailed, which the execution controller reads).
+	ReasonUninstallFailed = api.ReasonUninstallFailed
 	// ReasonTargetNotFound: the item's target does not exist.
 	ReasonTargetNotFound = "TargetNotFound"
 )
