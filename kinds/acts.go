@@ -1,6 +1,8 @@
 package kinds
 
 import (
+	"slices"
+
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
 )
@@ -29,10 +31,10 @@ func actsOfExecution(e *api.Execution) []authz.Attributes {
 	var out []authz.Attributes
 	for _, it := range e.Spec.DeployItems {
 		run := authz.Attributes{Verb: authz.VerbRun, Kind: api.KindDeployItem}
-		if api.RunsCommand(it.Type) && !contains(out, run) {
+		if api.RunsCommand(it.Type) && !slices.Contains(out, run) {
 			out = append(out, run)
 		}
-		if t := (authz.Attributes{Verb: authz.VerbGet, Kind: api.KindTarget, Name: it.Target}); it.Target != "" && !contains(out, t) {
+		if t := (authz.Attributes{Verb: authz.VerbGet, Kind: api.KindTarget, Name: it.Target}); it.Target != "" && !slices.Contains(out, t) {
 			out = append(out, t)
 		}
 	}
@@ -47,7 +49,7 @@ func actsOfInstallation(in *api.Installation) []authz.Attributes {
 		case d.SecretRef != nil:
 			out = append(out, authz.Attributes{Verb: authz.VerbGet, Kind: api.KindSecret, Name: d.SecretRef.Name})
 		case d.DataRef != "":
-			if a := (authz.Attributes{Verb: authz.VerbGet, Kind: api.KindDataObject}); !contains(out, a) {
+			if a := (authz.Attributes{Verb: authz.VerbGet, Kind: api.KindDataObject}); !slices.Contains(out, a) {
 				out = append(out, a)
 			}
 		}
@@ -63,7 +65,7 @@ func actsOfInstallation(in *api.Installation) []authz.Attributes {
 func actsOfCleaner(c *api.Cleaner) []authz.Attributes {
 	var out []authz.Attributes
 	add := func(a authz.Attributes) {
-		if !contains(out, a) {
+		if !slices.Contains(out, a) {
 			out = append(out, a)
 		}
 	}
@@ -91,20 +93,11 @@ func actsOfProject(p *api.Project) []authz.Attributes {
 	for _, r := range p.Spec.WorkerPermissions {
 		for _, k := range r.Kinds {
 			for _, v := range r.Verbs {
-				if a := (authz.Attributes{Verb: v, Kind: k}); !contains(out, a) {
+				if a := (authz.Attributes{Verb: v, Kind: k}); !slices.Contains(out, a) {
 					out = append(out, a)
 				}
 			}
 		}
 	}
 	return out
-}
-
-func contains(list []authz.Attributes, a authz.Attributes) bool {
-	for _, b := range list {
-		if b == a {
-			return true
-		}
-	}
-	return false
 }

@@ -232,14 +232,7 @@ func Define[T api.Resource](s Spec[T]) Kind {
 		if len(errs) > 0 {
 			return nil, errs, nil
 		}
-		adm.acts = nil
-		if s.Acts != nil && (op == OpCreate || op == OpUpdate) {
-			var before []authz.Attributes
-			if op == OpUpdate && old != nil {
-				before = s.Acts(o)
-			}
-			adm.acts = actsOf(s.Acts(t), before)
-		}
+		adm.acts = newActs(s.Acts, op, t, o, old != nil)
 		out, err := api.FromResource(t)
 		if err != nil {
 			return nil, nil, fmt.Errorf("registry: encode %s: %w", s.Kind, err)
@@ -313,4 +306,18 @@ type ActionResult struct {
 	Code   int
 	Object any
 	Stream func(ctx context.Context, w io.Writer, flush func()) error
+}
+
+// newActs is what obj (of a write of op) acts for that old did not (see
+// Spec.Acts): everything on create, what an update adds; nil for other
+// writes and kinds that act for nobody.
+func newActs[T any](acts func(T) []authz.Attributes, op Operation, obj, old T, hasOld bool) []authz.Attributes {
+	if acts == nil || (op != OpCreate && op != OpUpdate) {
+		return nil
+	}
+	var before []authz.Attributes
+	if op == OpUpdate && hasOld {
+		before = acts(old)
+	}
+	return actsOf(acts(obj), before)
 }
