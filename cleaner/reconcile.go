@@ -82,11 +82,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, err
 	}
 	if err := c.deleteAll(ctx, cl, d.Resolution); err != nil {
-		reason := api.CleanerReasonDeleteFailed
-		if errors.Is(err, api.ErrForbidden) {
-			reason = api.CleanerReasonForbidden
-		}
-		d.LastError = &api.LastError{Reason: reason, Message: err.Error(), Time: now}
+		d.LastError = deletionError(err, now)
 		if werr := c.writeStatus(key, obj, cl, d, now); werr != nil {
 			c.log.Warn("cannot record a failed deletion", "cleaner", key, "err", werr)
 		}

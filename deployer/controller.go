@@ -132,6 +132,14 @@ func (k *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, controller.Terminal(fmt.Errorf("deployer: %w", err))
 	}
 	item := &Item{DeployItem: d, Notify: func() { k.ctrl.Enqueue(key) }}
+	res, err := k.dispatch(ctx, key, item)
+	return res, k.refused(ctx, key, item.DeployItem, err)
+}
+
+// dispatch runs the step of the contract the item is at: deletion, abort,
+// pickup, or the work of its run.
+func (k *Controller) dispatch(ctx context.Context, key string, item *Item) (controller.Result, error) {
+	d := item.DeployItem
 	op := d.Annotations[api.AnnotationOperation]
 	switch {
 	case d.Deleting():
