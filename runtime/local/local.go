@@ -213,6 +213,14 @@ func (r *Runtime) recover() error {
 		}
 		u := newUnit(id, filepath.Join(r.units, id))
 		if err := readJSON(filepath.Join(u.dir, stateFile), &u.rec); err != nil || u.rec.ID != id {
+			if halfMade(u.dir) {
+				err := r.discardHalfMade(id, u.dir)
+				if err == nil {
+					r.log.Info("removed a unit whose reservation was cut short; it never ran", "unit", id)
+					continue
+				}
+				r.log.Warn("cannot remove a half-made unit", "unit", id, "err", err)
+			}
 			// state.json is written before anything is launched, and
 			// atomically: without it nothing ever ran.
 			u.rec = record{ID: id, State: runtime.State{Phase: runtime.PhaseFailed, ExitCode: -1,
