@@ -43,7 +43,7 @@ type Builder struct {
 	reads    []string
 	synced   []func(ctx context.Context) bool
 	starting []func(ctx context.Context, c *controller.Controller) error
-	also     []func(ctx context.Context)
+	also     []func(ctx context.Context, c *controller.Controller)
 	err      error
 }
 
@@ -182,7 +182,7 @@ func (b *Builder) Starting(hook func(ctx context.Context, c *controller.Controll
 // ends: a schedule that enqueues keys, a scheduling pass, a status writer.
 // loop must return once ctx is done; the controller's runnable returns
 // only after it has.
-func (b *Builder) Also(loop func(ctx context.Context)) *Builder {
+func (b *Builder) Also(loop func(ctx context.Context, c *controller.Controller)) *Builder {
 	b.also = append(b.also, loop)
 	return b
 }
@@ -236,7 +236,7 @@ func (b *Builder) run(ctx context.Context, c *controller.Controller) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for _, loop := range b.also {
-		wg.Go(func() { loop(ctx) })
+		wg.Go(func() { loop(ctx, c) })
 	}
 	return c.Run(ctx)
 }
