@@ -44,6 +44,7 @@ type Builder struct {
 	synced   []func(ctx context.Context) bool
 	starting []func(ctx context.Context, c *controller.Controller) error
 	also     []func(ctx context.Context, c *controller.Controller)
+	stopped  []func()
 	err      error
 }
 
@@ -187,6 +188,14 @@ func (b *Builder) Also(loop func(ctx context.Context, c *controller.Controller))
 	return b
 }
 
+// Stopped adds a hook run once the workers have stopped and the loops of
+// Also have returned, before the controller's runnable returns: it waits
+// for what the reconciles started.
+func (b *Builder) Stopped(hook func()) *Builder {
+	b.stopped = append(b.stopped, hook)
+	return b
+}
+
 // Build makes the controller around r and wires it: indexes, then
 // handlers (which get the caches replayed, so the queue fills from the
 // current state), then the runnable named after the controller, added to
@@ -234,11 +243,15 @@ func (b *Builder) run(ctx context.Context, c *controller.Controller) error {
 		}
 	}
 	var wg sync.WaitGroup
-	defer wg.Wait()
 	for _, loop := range b.also {
 		wg.Go(func() { loop(ctx, c) })
 	}
-	return c.Run(ctx)
+	err := c.Run(ctx)
+	wg.Wait()
+	for _, hook := range b.stopped {
+		hook()
+	}
+	return err
 }
 
 // sync waits for the caches of every kind read, then for the conditions;
