@@ -21,6 +21,7 @@ import (
 	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -202,15 +203,18 @@ func BenchmarkCleaners100k(b *testing.B) {
 		testkit.Eventually(b, time.Minute, "every TTL passed", func() bool { return time.Since(created) > 2*time.Second })
 
 		counter := &countStatus{Interface: c}
-		// Status writes committed together, as a manager's term does.
-		grouped, statuses := client.GroupStatuses(counter)
-		ctl := cleaner.New(grouped, cleaner.Options{Workers: 64, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		// A manager's term commits the status writes together.
+		ctl := cleaner.New(cleaner.Options{Workers: 64})
+		m, err := manager.New(manager.Options{Client: counter, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Controllers: []manager.Controller{{Name: "cleaner", Setup: ctl.Setup}}})
+		if err != nil {
+			b.Fatal(err)
+		}
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		stopProfile := profileController(b)
 		start := time.Now()
-		go statuses.Run(rctx)
-		go func() { done <- ctl.Run(rctx) }()
+		go func() { done <- m.Run(rctx) }()
 		testkit.Eventually(b, 10*time.Minute, "every cleaner restored", ctl.Restored)
 		restored := time.Since(start)
 		// An evaluated Cleaner is scheduled again (its condition is false).

@@ -27,7 +27,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/informer"
-	"cairn.dev/cairn/trace"
+	"cairn.dev/cairn/manager"
 )
 
 // Options configures a Controller. The zero value is usable.
@@ -39,18 +39,6 @@ type Options struct {
 	// manager's term client does), more writers make larger batches when
 	// many Cleaners are due.
 	Workers int
-	// Logger receives the controller's logs; default slog.Default().
-	Logger *slog.Logger
-	// Metrics, when set, receives the work queue metrics of the "cleaner"
-	// controller and its own: cairn_cleaner_scheduled,
-	// cairn_cleaner_evaluations_total{result}, cairn_cleaner_deletions_total.
-	Metrics prometheus.Registerer
-	// Informers is the process's shared informer factory (the manager's).
-	// Nil gives the controller a factory of its own, run by Run.
-	Informers *informer.Factory
-	// Traces, when set, keeps the steps of the reconciles for
-	// `cairn explain cleaner/NAME`.
-	Traces *trace.Store
 	// SyncTimeout bounds how long a reconcile waits for the cache of a
 	// target's kind to fill the first time that kind is needed; default
 	// 30s (then the reconcile fails and is retried).
@@ -85,8 +73,8 @@ type Controller struct {
 	factory  *informer.Factory
 	cleaners *informer.Informer
 	ctrl     *controller.Controller
-	// served maps the served kinds to whether they are namespaced; set by
-	// Run before anything else.
+	// served maps the served kinds to whether they are namespaced; set
+	// by restore, before the workers and the watch loop start.
 	served map[string]bool
 
 	mu sync.Mutex
@@ -112,29 +100,30 @@ type compiled struct {
 	err        error
 }
 
-// New builds a controller acting through c. It does nothing until Run.
-// When many Cleaners are due together, each evaluation yields a status to
-// write: give it a client whose status writes are committed together
-// (client.GroupStatuses), as a manager's term client is.
-func New(c client.Interface, opts Options) *Controller {
+// New builds a controller; Setup adds it to a term. When many Cleaners
+// are due together, each evaluation yields a status to write: a term's
+// client commits the status writes waiting together in one transaction
+// (client.GroupStatuses).
+func New(opts Options) *Controller {
 	if opts.Workers <= 0 {
 		opts.Workers = 64
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
 	}
 	if opts.SyncTimeout <= 0 {
 		opts.SyncTimeout = 30 * time.Second
 	}
-	log := opts.Logger.With("controller", "cleaner")
-	ctl := &Controller{
-		c: c, opts: opts, log: log, m: newMetrics(opts.Metrics, log), sched: NewSchedule(),
-		factory: opts.Informers, watched: map[string]*informer.Informer{}, programs: map[string]compiled{},
-		compiler: condition.NewCompiler(),
-		toWatch:  map[string]bool{}, wakeW: make(chan struct{}, 1),
+	return &Controller{
+		opts: opts, sched: NewSchedule(), watched: map[string]*informer.Informer{}, programs: map[string]compiled{},
+		compiler: condition.NewCompiler(), toWatch: map[string]bool{}, wakeW: make(chan struct{}, 1),
 	}
-	ctl.statuses = newStatusWriter(c, func(ns, name string) (*api.Object, bool) { return ctl.cleaners.Get(ns, name) }, log, ctl.m)
-	return ctl
+}
+
+// bind makes c act through cl, log to log and register its metrics
+// (cairn_cleaner_scheduled, cairn_cleaner_evaluations_total{result},
+// cairn_cleaner_deletions_total) on reg (none when nil).
+func (c *Controller) bind(cl client.Interface, log *slog.Logger, reg prometheus.Registerer) {
+	c.c, c.log = cl, log.With("controller", "cleaner")
+	c.m = newMetrics(reg, c.log)
+	c.statuses = newStatusWriter(cl, func(ns, name string) (*api.Object, bool) { return c.cleaners.Get(ns, name) }, c.log, c.m)
 }
 
 // Schedule returns the controller's schedule (for tests and benchmarks:
@@ -145,62 +134,68 @@ func (c *Controller) Schedule() *Schedule { return c.sched }
 // have all been scheduled again (or queued). It never blocks.
 func (c *Controller) Restored() bool { return c.restored.Load() }
 
-// Run discovers the served kinds, watches Cleaners and, once their first
-// list is in (each Cleaner scheduled again at the time its status names,
-// or at once when that time has passed or its spec changed), reconciles
-// them until ctx is done. It blocks; it returns nil when ctx is done
-// (after its workers, its schedule and its own informers have stopped),
-// or an error at once when the kinds cannot be discovered. A Controller
-// runs once: a second Run returns an error.
-func (c *Controller) Run(ctx context.Context) error {
+// Setup adds c to a manager's term, as the controller "cleaner": it
+// reads Cleaners and their targets through the term's shared informers,
+// acts through the term's client and records its steps in the term's
+// traces. Once the first list of Cleaners is in (each Cleaner scheduled
+// again at the time its status names, or queued when that time has passed
+// or its spec changed), it discovers the served kinds and reconciles until
+// the term ends. It never blocks. A Controller is set up once: a second
+// call returns an error.
+func (c *Controller) Setup(t *manager.Term) error {
 	if !c.started.CompareAndSwap(false, true) {
-		return fmt.Errorf("cleaner: Run called twice")
+		return fmt.Errorf("cleaner: Setup called twice")
 	}
+	c.bind(t.Client, t.Logger, t.Metrics)
+	c.factory, c.cleaners = t.Informers, t.Informers.For(api.KindCleaner)
+	ctrl, err := manager.NewBuilder(t, "cleaner").
+		Index(api.KindCleaner, IndexTargets, c.indexTargets).
+		Index(api.KindCleaner, IndexSelectors, c.indexSelectors).
+		Handles(api.KindCleaner, c.handler).
+		TraceKind(api.KindCleaner).
+		Workers(c.opts.Workers).
+		Starting(c.restore).
+		Also(func(ctx context.Context, _ *controller.Controller) { c.watchLoop(ctx) }).
+		Also(func(ctx context.Context, ctrl *controller.Controller) { c.sched.Run(ctx, ctrl.Enqueue) }).
+		Also(func(ctx context.Context, _ *controller.Controller) { c.statuses.run(ctx, 2*c.opts.Workers) }).
+		Build(controller.ReconcilerFunc(c.Reconcile))
+	c.ctrl = ctrl
+	return err
+}
+
+// Setup adds a Cleaner controller built with opts to a manager's term
+// (see Controller.Setup).
+func Setup(t *manager.Term, opts Options) error { return New(opts).Setup(t) }
+
+// handler is the Cleaner informer's handler, feeding ctrl.
+func (c *Controller) handler(ctrl *controller.Controller) informer.Handler {
+	return informer.Handler{
+		OnAdd:    func(o *api.Object) { c.onCleanerAdd(ctrl, o) },
+		OnUpdate: func(old, o *api.Object) { c.onCleanerUpdate(ctrl, old, o) },
+		OnDelete: func(o *api.Object) {
+			c.dropPrograms(o.UID)
+			c.refs.forget(o.UID)
+			ctrl.Enqueue(api.Key(o.Namespace, o.Name))
+		},
+	}
+}
+
+// restore runs once the first list of Cleaners is in (each one scheduled
+// or queued by onCleanerAdd): it discovers the served kinds and marks the
+// schedule restored. Errors: the kinds cannot be discovered.
+func (c *Controller) restore(ctx context.Context, ctrl *controller.Controller) error {
 	kinds, err := c.c.Kinds(ctx)
 	if err != nil {
 		return fmt.Errorf("cleaner: discover kinds: %w", err)
 	}
-	c.served = map[string]bool{}
+	served := map[string]bool{}
 	for _, k := range kinds {
-		c.served[k.Kind] = k.Namespaced
+		served[k.Kind] = k.Namespaced
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if c.factory == nil {
-		c.factory = informer.NewFactory(c.c, informer.Options{Logger: c.opts.Logger})
-		c.factory.Start(ctx)
-		defer c.factory.Shutdown()
-	}
-	c.cleaners = c.factory.For(api.KindCleaner)
-	for name, f := range map[string]informer.IndexFunc{IndexTargets: c.indexTargets, IndexSelectors: c.indexSelectors} {
-		if err := c.cleaners.AddIndex(name, f); err != nil && !isIndexExists(err) {
-			return fmt.Errorf("cleaner: %w", err)
-		}
-	}
-	c.ctrl = controller.New("cleaner", controller.ReconcilerFunc(c.Reconcile), controller.Options{
-		Workers: c.opts.Workers, Logger: c.opts.Logger, Metrics: c.opts.Metrics, Traces: c.opts.Traces,
-		TraceKind: api.KindCleaner,
-	})
-	c.cleaners.AddEventHandler(informer.Handler{
-		OnAdd:    c.onCleanerAdd,
-		OnUpdate: c.onCleanerUpdate,
-		OnDelete: func(o *api.Object) {
-			c.dropPrograms(o.UID)
-			c.refs.forget(o.UID)
-			c.ctrl.Enqueue(api.Key(o.Namespace, o.Name))
-		},
-	})
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	wg.Go(func() { c.watchLoop(ctx) })
-	if c.cleaners.WaitForSync(ctx) {
-		c.restored.Store(true)
-		c.log.Info("cleaners scheduled", "scheduled", c.sched.Len(), "queued", c.ctrl.Len())
-	}
-	wg.Go(func() { c.sched.Run(ctx, c.ctrl.Enqueue) })
-	wg.Go(func() { c.statuses.run(ctx, 2*c.opts.Workers) })
-	return c.ctrl.Run(ctx)
+	c.served = served // before the workers and the watch loop start
+	c.restored.Store(true)
+	c.log.Info("cleaners scheduled", "scheduled", c.sched.Len(), "queued", ctrl.Len())
+	return nil
 }
 
 // onCleanerAdd queues a new Cleaner. A Cleaner of the first list (one that
@@ -208,7 +203,7 @@ func (c *Controller) Run(ctx context.Context) error {
 // next evaluation its status names, when that is still ahead and its spec
 // has not changed since: a restart keeps the schedule instead of
 // evaluating every Cleaner at once.
-func (c *Controller) onCleanerAdd(o *api.Object) {
+func (c *Controller) onCleanerAdd(ctrl *controller.Controller, o *api.Object) {
 	c.askWatch(o)
 	key := api.Key(o.Namespace, o.Name)
 	if raw := o.Field(api.FieldStatus); !c.restored.Load() && raw != nil {
@@ -220,15 +215,15 @@ func (c *Controller) onCleanerAdd(o *api.Object) {
 			return
 		}
 	}
-	c.ctrl.Enqueue(key)
+	ctrl.Enqueue(key)
 }
 
 // onCleanerUpdate queues a Cleaner whose spec changed or that is being
 // deleted; the controller's own status writes queue nothing.
-func (c *Controller) onCleanerUpdate(old, o *api.Object) {
+func (c *Controller) onCleanerUpdate(ctrl *controller.Controller, old, o *api.Object) {
 	if old.Generation != o.Generation || old.Deleting() != o.Deleting() || old.UID != o.UID {
 		c.askWatch(o)
-		c.ctrl.Enqueue(api.Key(o.Namespace, o.Name))
+		ctrl.Enqueue(api.Key(o.Namespace, o.Name))
 	}
 }
 

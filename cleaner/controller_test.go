@@ -267,7 +267,7 @@ func afterPeriod(ev *api.CleanerEvaluation, next *time.Time) bool {
 func TestCleaner_CountsEvaluationsDeletionsAndTheScheduleInMetrics(t *testing.T) {
 	e := newEnv(t)
 	reg := prometheus.NewRegistry()
-	e.startWith(nil, cleaner.Options{Metrics: reg})
+	e.startWith(nil, cleaner.Options{}, reg)
 	e.secret("s", testkit.Labels("preview", "closed"))
 	e.secret("o", testkit.Labels("preview", "open"))
 	e.createCleaner("acts", api.CleanerSpec{Targets: []api.CleanerTarget{secretTarget("s", "s", true)}, Conditions: []string{closed}})

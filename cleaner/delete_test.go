@@ -3,6 +3,8 @@ package cleaner
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"testing"
 
 	"cairn.dev/cairn/api"
@@ -39,7 +41,7 @@ func TestDeleteAll_NeverDeletesARecreatedObjectAndTakesAGoneOneAsDone(t *testing
 		{Target: "gone", Kind: api.KindSecret, Name: "gone", UID: "no-such-uid", Delete: true}, // deleted between resolve and delete
 		{Target: "d", Kind: api.KindSecret, Name: "d", UID: deleted.UID, Delete: true},
 	}}
-	if err := New(c, Options{}).deleteAll(ctx, cl, res); err != nil {
+	if err := bound(c).deleteAll(ctx, cl, res); err != nil {
 		t.Fatalf("deleteAll: %v", err)
 	}
 	got, err := c.Get(ctx, api.KindSecret, "default", "s")
@@ -67,7 +69,7 @@ func TestDeleteAll_StopsAtAFailureWithoutDeletingTheCleaner(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := Resolution{Found: []Found{{Target: "x", Kind: api.KindSecret, Name: "x", UID: x.UID, Delete: true}}}
-	err = New(refuseDeletes{c}, Options{}).deleteAll(context.Background(), cl, res)
+	err = bound(refuseDeletes{c}).deleteAll(context.Background(), cl, res)
 	if !errors.Is(err, api.ErrForbidden) {
 		t.Fatalf("deleteAll = %v, want the refusal", err)
 	}
@@ -84,4 +86,11 @@ func (r refuseDeletes) Delete(ctx context.Context, kind, ns, name string, opts a
 		return nil, false, api.NewStatus(api.ReasonForbidden, "deletions of secrets refused")
 	}
 	return r.Interface.Delete(ctx, kind, ns, name, opts)
+}
+
+// bound is a controller acting through c, not set up on a term.
+func bound(c client.Interface) *Controller {
+	ctl := New(Options{})
+	ctl.bind(c, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	return ctl
 }

@@ -9,9 +9,10 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cleaner"
@@ -19,6 +20,7 @@ import (
 	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/server/servertest"
 	"cairn.dev/cairn/trace"
 )
@@ -68,30 +70,27 @@ type running struct {
 // until the returned stop is called or the test ends.
 func (e *env) start(c client.Interface) *running {
 	e.t.Helper()
-	return e.startWith(c, cleaner.Options{})
+	return e.startWith(c, cleaner.Options{}, nil)
 }
 
-// startWith is start with opts (its logger and traces set here).
-func (e *env) startWith(c client.Interface, opts cleaner.Options) *running {
+// startWith is start with opts, in a manager exporting metrics to reg
+// (when not nil); the logger and traces are set here.
+func (e *env) startWith(c client.Interface, opts cleaner.Options, reg prometheus.Registerer) *running {
 	e.t.Helper()
 	if c == nil {
 		c = e.c
 	}
 	traces := e.traces
-	opts.Logger, opts.Traces = testLogger(), traces
-	// Status writes are committed together, as a manager's term does.
-	c, statuses := client.GroupStatuses(c)
-	ctl := cleaner.New(c, opts)
+	ctl := cleaner.New(opts)
+	// The manager's term commits status writes together (client.GroupStatuses).
+	m, err := manager.New(manager.Options{Client: c, Logger: testLogger(), Traces: traces, Metrics: reg,
+		Controllers: []manager.Controller{{Name: "cleaner", Setup: ctl.Setup}}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		var wg sync.WaitGroup
-		if statuses != nil {
-			wg.Go(func() { statuses.Run(ctx) })
-		}
-		done <- ctl.Run(ctx)
-		wg.Wait()
-	}()
+	go func() { done <- m.Run(ctx) }()
 	stopped := false
 	stop := func() {
 		if stopped {
@@ -100,7 +99,7 @@ func (e *env) startWith(c client.Interface, opts cleaner.Options) *running {
 		stopped = true
 		cancel()
 		if err := <-done; err != nil {
-			e.t.Errorf("cleaner Run: %v", err)
+			e.t.Errorf("manager Run: %v", err)
 		}
 	}
 	e.t.Cleanup(stop)

@@ -262,7 +262,7 @@ func TestCleaner_EvaluatesAndDeletesWhileStatusWritesAreHeldUp(t *testing.T) {
 		Conditions: []string{closed}})
 	h := &held{Interface: e.c, release: make(chan struct{}), writing: make(chan struct{}, 1)}
 	reg := prometheus.NewRegistry()
-	r := e.startWith(h, cleaner.Options{Metrics: reg})
+	r := e.startWith(h, cleaner.Options{}, reg)
 	pending := func() float64 {
 		got, err := gathered(reg)
 		if err != nil {

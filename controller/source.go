@@ -28,12 +28,19 @@ func ControllerOwnerKey(kind string) KeyFunc {
 	}
 }
 
-// EnqueueFromInformer registers a handler on inf that enqueues into c the
-// keys key returns for every added, updated (including resyncs) and deleted
-// object; for an update, the keys of both the old and the new state. A nil
-// key means ObjectKey. Register before running the informer, or the handler
-// first receives every cached object as an addition.
+// EnqueueFromInformer registers on inf the Handler that enqueues into c
+// the keys key returns (see Handler). Register before running the
+// informer, or the handler first receives every cached object as an
+// addition.
 func EnqueueFromInformer(inf *informer.Informer, c *Controller, key KeyFunc) {
+	inf.AddEventHandler(Handler(c, key))
+}
+
+// Handler returns an informer handler that enqueues into c the keys key
+// returns for every added, updated (including resyncs) and deleted
+// object; for an update, the keys of both the old and the new state. A
+// nil key means ObjectKey. Its functions never block.
+func Handler(c *Controller, key KeyFunc) informer.Handler {
 	if key == nil {
 		key = ObjectKey
 	}
@@ -42,7 +49,7 @@ func EnqueueFromInformer(inf *informer.Informer, c *Controller, key KeyFunc) {
 			c.Enqueue(k)
 		}
 	}
-	inf.AddEventHandler(informer.Handler{
+	return informer.Handler{
 		OnAdd: enqueue,
 		OnUpdate: func(old, new *api.Object) {
 			if old != new {
@@ -51,5 +58,5 @@ func EnqueueFromInformer(inf *informer.Informer, c *Controller, key KeyFunc) {
 			enqueue(new)
 		},
 		OnDelete: enqueue,
-	})
+	}
 }

@@ -11,8 +11,6 @@ import (
 	"maps"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controller"
@@ -35,19 +33,10 @@ type Options struct {
 	// after a restart without harm): an item whose work ends at once is
 	// then picked up and finished in one status write.
 	Stateless bool
-	// Informers is the process's shared informer factory. Required.
-	Informers *informer.Factory
 	// Workers is the number of items handled concurrently; default 32
 	// (the work is mostly waiting for writes to commit, which etcd
 	// batches).
 	Workers int
-	// Logger; default slog.Default().
-	Logger *slog.Logger
-	// Metrics receives the work queue metrics of the controller
-	// "deployer-<type>"; nil: none.
-	Metrics prometheus.Registerer
-	// Traces keeps the steps of the reconciles for `cairn explain`.
-	Traces *trace.Store
 	// Now is the clock of lastReconcileTime and lastError; default
 	// time.Now.
 	Now func() time.Time
@@ -58,42 +47,12 @@ type Controller struct {
 	c     client.Interface
 	opts  Options
 	d     Deployer
+	log   *slog.Logger
 	items *informer.Informer
-	ctrl  *controller.Controller
+	// ctrl is the controller of the term, set by Setup before it runs.
+	ctrl *controller.Controller
 
 	written controller.Written
-}
-
-// New builds the controller of opts.Type on opts.Informers. It does
-// nothing until Run.
-func New(c client.Interface, opts Options) (*Controller, error) {
-	switch {
-	case opts.Type == "":
-		return nil, errors.New("deployer: Options.Type is required")
-	case opts.Deployer == nil:
-		return nil, errors.New("deployer: Options.Deployer is required")
-	case opts.Informers == nil:
-		return nil, errors.New("deployer: Options.Informers is required")
-	}
-	if opts.Workers <= 0 {
-		opts.Workers = 32
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	k := &Controller{c: c, opts: opts, d: opts.Deployer, items: opts.Informers.For(api.KindDeployItem)}
-	k.ctrl = controller.New("deployer-"+opts.Type, k, controller.Options{Workers: opts.Workers, Logger: opts.Logger,
-		Metrics: opts.Metrics, Traces: opts.Traces, TraceKind: api.KindDeployItem})
-	controller.EnqueueFromInformer(k.items, k.ctrl, func(obj *api.Object) []string {
-		if TypeOf(obj) != opts.Type {
-			return nil
-		}
-		return controller.ObjectKey(obj)
-	})
-	return k, nil
 }
 
 // TypeOf reads a deploy item's spec.type from its generic form.
@@ -103,13 +62,6 @@ func TypeOf(obj *api.Object) string {
 	}
 	_ = json.Unmarshal(obj.Field(api.FieldSpec), &spec)
 	return spec.Type
-}
-
-// Run handles items until ctx is done, once the informer has synced. It
-// blocks and returns nil when ctx is done.
-func (k *Controller) Run(ctx context.Context) error {
-	k.items.WaitForSync(ctx)
-	return k.ctrl.Run(ctx)
 }
 
 // Reconcile handles the deploy item key ("ns/name") as the contract says.
@@ -471,7 +423,7 @@ func (k *Controller) release(ctx context.Context, key string, item *Item) error 
 	trace.Action(ctx, "removed finalizer %s", api.FinalizerDeployer)
 	if f, ok := k.d.(Forgetter); ok {
 		if err := f.Forget(ctx, item); err != nil {
-			k.opts.Logger.Warn("deployer: forget a deleted item", "item", key, "err", err)
+			k.log.Warn("deployer: forget a deleted item", "item", key, "err", err)
 		}
 	}
 	trace.Exit(ctx, "deleted")

@@ -1,23 +1,42 @@
 package deployer
 
-import "cairn.dev/cairn/manager"
+import (
+	"errors"
+	"time"
 
-// Setup adds a deployer controller to a manager's term, named
-// "deployer-<type>": it reads DeployItems through the term's shared
-// informers, acts through the term's client and records its steps in the
-// term's traces. Fields of opts left unset take the term's.
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/controller"
+	"cairn.dev/cairn/manager"
+)
+
+// Setup adds the controller "deployer-<type>" of opts.Type to a manager's
+// term: it handles the deploy items of its type when they change, reading
+// through the term's shared informers and writing through its client.
+// Errors: no Type or no Deployer.
 func Setup(t *manager.Term, opts Options) error {
-	opts.Informers, opts.Traces = t.Informers, t.Traces
-	if opts.Logger == nil {
-		opts.Logger = t.Logger
+	switch {
+	case opts.Type == "":
+		return errors.New("deployer: Options.Type is required")
+	case opts.Deployer == nil:
+		return errors.New("deployer: Options.Deployer is required")
 	}
-	if opts.Metrics == nil {
-		opts.Metrics = t.Metrics
+	if opts.Workers <= 0 {
+		opts.Workers = 32
 	}
-	k, err := New(t.Client, opts)
-	if err != nil {
-		return err
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
-	t.Add("deployer-"+opts.Type, manager.RunnableFunc(k.Run))
-	return nil
+	k := &Controller{c: t.Client, opts: opts, d: opts.Deployer, log: t.Logger, items: t.Informers.For(api.KindDeployItem)}
+	ctrl, err := manager.NewBuilder(t, "deployer-"+opts.Type).
+		Watches(api.KindDeployItem, func(obj *api.Object) []string {
+			if TypeOf(obj) != opts.Type {
+				return nil
+			}
+			return controller.ObjectKey(obj)
+		}).
+		TraceKind(api.KindDeployItem).
+		Workers(opts.Workers).
+		Build(k)
+	k.ctrl = ctrl
+	return err
 }

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
@@ -26,13 +23,8 @@ type Options struct {
 	Timeouts Timeouts
 	// Now is the clock; default time.Now.
 	Now func() time.Time
-	// Informers is the process's shared informer factory. Required.
-	Informers *informer.Factory
 	// Workers; default 4.
 	Workers int
-	Logger  *slog.Logger
-	Metrics prometheus.Registerer
-	Traces  *trace.Store
 }
 
 // Reconciler checks the timeouts of deploy items. It is level-based: each
@@ -42,15 +34,12 @@ type Reconciler struct {
 	c     client.Interface
 	opts  Options
 	items *informer.Informer
-	ctrl  *controller.Controller
 }
 
-// New builds the controller "deployitem-timeout". It does nothing until
-// Run.
-func New(c client.Interface, opts Options) (*Reconciler, error) {
-	if opts.Informers == nil {
-		return nil, errors.New("deployitem: Options.Informers is required")
-	}
+// Setup adds the timeout controller "deployitem-timeout" to a manager's
+// term: it checks a deploy item when it changes and when its earliest
+// timeout is due.
+func Setup(t *manager.Term, opts Options) error {
 	opts.Timeouts = withDefaults(opts.Timeouts)
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -58,14 +47,8 @@ func New(c client.Interface, opts Options) (*Reconciler, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 4
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	r := &Reconciler{c: c, opts: opts, items: opts.Informers.For(api.KindDeployItem)}
-	r.ctrl = controller.New("deployitem-timeout", r, controller.Options{Workers: opts.Workers, Logger: opts.Logger,
-		Metrics: opts.Metrics, Traces: opts.Traces, TraceKind: api.KindDeployItem})
-	controller.EnqueueFromInformer(r.items, r.ctrl, nil)
-	return r, nil
+	r := &Reconciler{c: t.Client, opts: opts, items: t.Informers.For(api.KindDeployItem)}
+	return manager.NewBuilder(t, "deployitem-timeout").For(api.KindDeployItem).Workers(opts.Workers).Complete(r)
 }
 
 func withDefaults(t Timeouts) Timeouts {
@@ -81,12 +64,6 @@ func withDefaults(t Timeouts) Timeouts {
 	def(&t.Aborting, DefaultAborting)
 	def(&t.Progressing, DefaultProgressing)
 	return t
-}
-
-// Run checks items until ctx is done. It blocks and returns nil then.
-func (r *Reconciler) Run(ctx context.Context) error {
-	r.items.WaitForSync(ctx)
-	return r.ctrl.Run(ctx)
 }
 
 // Reconcile checks the timeouts of the deploy item key ("ns/name").
@@ -150,23 +127,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	trace.Exit(ctx, "timeouts checked; next check at %s", dec.RequeueAt.UTC().Format(time.RFC3339))
 	return controller.Result{RequeueAfter: after}, nil
-}
-
-// Setup adds the timeout controller to a manager's term.
-func Setup(t *manager.Term, opts Options) error {
-	opts.Informers, opts.Traces = t.Informers, t.Traces
-	if opts.Logger == nil {
-		opts.Logger = t.Logger
-	}
-	if opts.Metrics == nil {
-		opts.Metrics = t.Metrics
-	}
-	r, err := New(t.Client, opts)
-	if err != nil {
-		return err
-	}
-	t.Add("deployitem-timeout", manager.RunnableFunc(r.Run))
-	return nil
 }
 
 func splitKey(key string) (ns, name string) {

@@ -15,31 +15,20 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/informer"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/trace"
 )
 
-// Options configures the execution controller. The zero value is usable
-// but for Informers, which New requires.
+// Options configures the execution controller. The zero value is usable.
 type Options struct {
 	// Workers is the number of executions reconciled concurrently;
 	// default 32 (the work is mostly waiting for writes to commit, which
 	// etcd batches).
 	Workers int
-	// Informers is the process's shared informer factory. Required.
-	Informers *informer.Factory
-	// Logger; default slog.Default().
-	Logger *slog.Logger
-	// Metrics receives the work queue metrics of the "execution"
-	// controller; nil: none.
-	Metrics prometheus.Registerer
-	// Traces keeps the steps of the reconciles for `cairn explain`.
-	Traces *trace.Store
 	// Now is the clock of the reconcile-time annotation; default time.Now.
 	Now func() time.Time
 }
@@ -51,9 +40,9 @@ type Options struct {
 type Reconciler struct {
 	c     client.Interface
 	opts  Options
+	log   *slog.Logger
 	execs *informer.Informer
 	items *informer.Informer
-	ctrl  *controller.Controller
 
 	// written holds, per execution key, the resourceVersion of this
 	// controller's last write, so that a reconcile on a cache that has not
@@ -61,41 +50,17 @@ type Reconciler struct {
 	written controller.Written
 }
 
-// New builds the controller on opts.Informers: it reconciles an Execution
-// when it changes and when one of the DeployItems it controls changes. It
-// does nothing until Run.
-func New(c client.Interface, opts Options) (*Reconciler, error) {
-	if opts.Informers == nil {
-		return nil, errors.New("execution: Options.Informers is required")
-	}
+// newReconciler builds the reconciler of a term: it reads the term's
+// informers and writes through its client.
+func newReconciler(t *manager.Term, opts Options) *Reconciler {
 	if opts.Workers <= 0 {
 		opts.Workers = 32
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	r := &Reconciler{c: c, opts: opts,
-		execs: opts.Informers.For(api.KindExecution), items: opts.Informers.For(api.KindDeployItem)}
-	if err := r.items.AddIndex(informer.OwnerUIDIndex, informer.IndexOwnerUID); err != nil && !errors.Is(err, informer.ErrIndexExists) {
-		return nil, fmt.Errorf("execution: %w", err)
-	}
-	r.ctrl = controller.New("execution", r, controller.Options{Workers: opts.Workers, Logger: opts.Logger,
-		Metrics: opts.Metrics, Traces: opts.Traces, TraceKind: api.KindExecution})
-	controller.EnqueueFromInformer(r.execs, r.ctrl, nil)
-	controller.EnqueueFromInformer(r.items, r.ctrl, controller.ControllerOwnerKey(api.KindExecution))
-	return r, nil
-}
-
-// Run reconciles until ctx is done, once the informers have synced. It
-// blocks and returns nil when ctx is done.
-func (r *Reconciler) Run(ctx context.Context) error {
-	if !r.execs.WaitForSync(ctx) || !r.items.WaitForSync(ctx) {
-		return r.ctrl.Run(ctx) // ctx is done: releases the queue
-	}
-	return r.ctrl.Run(ctx)
+	return &Reconciler{c: t.Client, opts: opts, log: t.Logger,
+		execs: t.Informers.For(api.KindExecution), items: t.Informers.For(api.KindDeployItem)}
 }
 
 // Reconcile runs the seed's reconcile algorithm for the execution key
@@ -155,7 +120,7 @@ func (r *Reconciler) refused(ctx context.Context, key string, e *api.Execution, 
 	st := e.Status
 	st.LastError = &api.LastError{Reason: api.ReasonWriteRefused, Message: msg, Time: r.opts.Now().UTC()}
 	if werr := r.writeStatus(ctx, key, e, st); werr != nil {
-		r.opts.Logger.Warn("execution: cannot record a refused write", "key", key, "err", werr)
+		r.log.Warn("execution: cannot record a refused write", "key", key, "err", werr)
 	}
 	trace.Exit(ctx, "%s: %s (retried with backoff)", api.ReasonWriteRefused, msg)
 	return err

@@ -1,23 +1,21 @@
 package execution
 
-import "cairn.dev/cairn/manager"
+import (
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/informer"
+	"cairn.dev/cairn/manager"
+)
 
-// Setup adds the execution controller to a manager's term: it reads
-// Executions and DeployItems through the term's shared informers, acts
-// through the term's client and records its steps in the term's traces.
-// Fields of opts left unset take the term's.
+// Setup adds the execution controller to a manager's term: it reconciles
+// an Execution when it changes and when one of the DeployItems it
+// controls changes, reading through the term's shared informers and
+// writing through its client.
 func Setup(t *manager.Term, opts Options) error {
-	opts.Informers, opts.Traces = t.Informers, t.Traces
-	if opts.Logger == nil {
-		opts.Logger = t.Logger
-	}
-	if opts.Metrics == nil {
-		opts.Metrics = t.Metrics
-	}
-	r, err := New(t.Client, opts)
-	if err != nil {
-		return err
-	}
-	t.Add("execution", manager.RunnableFunc(r.Run))
-	return nil
+	r := newReconciler(t, opts)
+	return manager.NewBuilder(t, "execution").
+		For(api.KindExecution).
+		Owns(api.KindDeployItem).
+		Index(api.KindDeployItem, informer.OwnerUIDIndex, informer.IndexOwnerUID).
+		Workers(r.opts.Workers).
+		Complete(r)
 }

@@ -16,6 +16,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/informer"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/trace"
 )
 
@@ -24,24 +25,12 @@ type Options struct {
 	// Workers is the number of objects handled concurrently; default 8
 	// (the work is mostly waiting for writes to commit).
 	Workers int
-	// Logger receives the collector's logs; default slog.Default().
-	Logger *slog.Logger
-	// Metrics, when set, receives the work queue metrics of the "gc"
-	// controller and the collector's own: cairn_gc_graph_nodes,
-	// cairn_gc_actions_total{action}.
-	Metrics prometheus.Registerer
 	// ConfirmRetry is how long an object waits before it is handled again
 	// when the graph believed an owner gone that the API still has (the
 	// graph lags behind); default 1s. It is also the first delay before a
 	// deletion the API refused (Forbidden) is tried again; the delay
 	// doubles with each refusal of the same object, up to 5 minutes.
 	ConfirmRetry time.Duration
-	// Informers is the process's shared informer factory (the manager's).
-	// Nil gives the collector a factory of its own, run by Run.
-	Informers *informer.Factory
-	// Traces, when set, keeps the steps of the collector's reconciles for
-	// `cairn explain`.
-	Traces *trace.Store
 }
 
 // maxWriteAttempts bounds the read-modify-write retries on Conflict.
@@ -101,64 +90,31 @@ type Collector struct {
 	syncedCh chan struct{} // closed once synced
 }
 
-// New builds a collector acting through c. It does nothing until Run.
-func New(c client.Interface, opts Options) *Collector {
+// newCollector builds a collector that reads through c and the informers
+// of f, logs to log and registers its own metrics (cairn_gc_graph_nodes,
+// cairn_gc_actions_total{action}) on reg. It does nothing until Watch.
+func newCollector(c client.Interface, opts Options, f *informer.Factory, log *slog.Logger, reg prometheus.Registerer) *Collector {
 	if opts.Workers <= 0 {
 		opts.Workers = 8
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
 	}
 	if opts.ConfirmRetry <= 0 {
 		opts.ConfirmRetry = time.Second
 	}
-	log := opts.Logger.With("controller", "gc")
+	log = log.With("controller", "gc")
 	return &Collector{
-		c: c, opts: opts, log: log, m: newMetrics(opts.Metrics, log),
+		c: c, opts: opts, log: log, m: newMetrics(reg, log),
 		graph: NewGraph(), requested: map[string]struct{}{}, refused: map[string]int{},
-		factory: opts.Informers, w: c, pending: map[string]struct{}{}, syncedCh: make(chan struct{}),
+		factory: f, w: c, pending: map[string]struct{}{}, syncedCh: make(chan struct{}),
 	}
-}
-
-// Run discovers the kinds, lists and watches every one of them into the
-// graph and, once every list is in, handles deleting and orphaned objects
-// until ctx is done: Watch and Lead together, acting through the client
-// of New, for a process that needs no standby. Deleting objects found by
-// the lists are handled first thing, so a cascade interrupted by a restart
-// finishes. Run blocks; it returns nil when ctx is done (after its
-// informers and workers have stopped), or an error at once when the kinds
-// cannot be discovered. A Collector runs once (Run or Watch): a second
-// call returns an error at once.
-func (c *Collector) Run(ctx context.Context) error {
-	if !c.started.CompareAndSwap(false, true) {
-		return fmt.Errorf("gc: Run called twice")
-	}
-	kinds, err := c.c.Kinds(ctx)
-	if err != nil {
-		return fmt.Errorf("gc: discover kinds: %w", err)
-	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if c.factory == nil {
-		c.factory = informer.NewFactory(c.c, informer.Options{Logger: c.opts.Logger})
-		c.factory.Start(ctx)
-		defer c.factory.Shutdown()
-	}
-	infs := c.register(kinds)
-	wg.Go(func() { c.awaitSync(ctx, infs) })
-	return c.Lead(ctx, c.c)
 }
 
 // Watch keeps the dependency graph current until ctx is done, acting on
 // nothing: the collector's warm part, which a process runs whether or not
-// it leads, so that its Lead acts at once when it is elected. It discovers
-// the kinds (retrying while the API does not answer), registers the
-// graph's handlers on every kind's informer of Options.Informers (a
-// factory of its own when nil) and marks the graph synced once every list
-// is in. It blocks; it returns nil when ctx is done. A Collector runs once
-// (Run or Watch): a second call returns an error at once.
+// it leads, so that its term part acts at once when it is elected. It
+// discovers the kinds (retrying while the API does not answer), registers
+// the graph's handlers on every kind's informer and marks the graph
+// synced once every list is in. It blocks; it returns nil when ctx is
+// done. A Collector watches once: a second call returns an error at once.
 func (c *Collector) Watch(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return fmt.Errorf("gc: Watch called twice")
@@ -177,11 +133,6 @@ func (c *Collector) Watch(ctx context.Context) error {
 		case <-time.After(wait):
 			wait = min(2*wait, 10*time.Second)
 		}
-	}
-	if c.factory == nil {
-		c.factory = informer.NewFactory(c.c, informer.Options{Logger: c.opts.Logger})
-		c.factory.Start(ctx)
-		defer c.factory.Shutdown()
 	}
 	c.awaitSync(ctx, c.register(kinds))
 	<-ctx.Done()
@@ -222,50 +173,56 @@ func (c *Collector) awaitSync(ctx context.Context, infs []*informer.Informer) {
 	c.log.Info("dependency graph built", "kinds", len(infs), "objects", c.graphLen())
 }
 
-// Lead handles deleting and orphaned objects, acting through cl, until
-// ctx is done: the collector's part for one leadership term, run while
-// Watch (or Run) keeps the graph current; terms must not overlap. It waits
-// for the graph to be synced (no decision is taken on half a graph), then
-// enqueues the work left over: every deleting or orphaned object (a
-// cascade a previous leader did not finish), and what the graph's handlers
-// found while no term ran. It blocks; it returns nil when ctx is done,
-// after its workers have stopped.
-func (c *Collector) Lead(ctx context.Context, cl client.Interface) error {
+// lead adds to term t the collector's acting part: the controller "gc",
+// keyed by uid, whose workers handle deleting and orphaned objects through
+// t's client while Watch keeps the graph current; terms must not overlap.
+// Its workers wait for the graph to be synced (no decision is taken on
+// half a graph), then start on the work left over: what the graph's
+// handlers found while no term ran, and every deleting or orphaned object
+// of the graph (a cascade a previous leader did not finish), which a
+// sweep enqueues beside them. It never blocks.
+func (c *Collector) lead(t *manager.Term) error {
+	return manager.NewBuilder(t, "gc").
+		Workers(c.opts.Workers).
+		WaitFor(c.waitSynced).
+		Starting(func(ctx context.Context, ctrl *controller.Controller) error {
+			c.take(ctx, t.Client, ctrl)
+			return nil
+		}).
+		Also(func(_ context.Context, ctrl *controller.Controller) { c.sweep(ctrl) }).
+		Complete(controller.ReconcilerFunc(c.reconcile))
+}
+
+// waitSynced blocks until the graph is synced (true) or ctx is done.
+func (c *Collector) waitSynced(ctx context.Context) bool {
 	select {
 	case <-c.syncedCh:
+		return true
 	case <-ctx.Done():
-		return nil
+		return false
 	}
+}
+
+// take makes ctrl, acting through cl, the controller of the term that
+// ctx spans, and hands it the keys found while no term ran; once ctx is
+// done, keys found go to the next term's pending set.
+func (c *Collector) take(ctx context.Context, cl client.Interface, ctrl *controller.Controller) {
 	c.w = cl
-	ctrl := controller.New("gc", controller.ReconcilerFunc(c.reconcile), controller.Options{
-		Workers: c.opts.Workers, Logger: c.opts.Logger, Metrics: c.opts.Metrics, Traces: c.opts.Traces,
-	})
 	c.qmu.Lock()
 	c.ctrl = ctrl
 	pending := c.pending
 	c.pending = map[string]struct{}{}
 	c.qmu.Unlock()
-	// Once the term ends, keys found go to the next term's pending set.
-	release := func() {
+	context.AfterFunc(ctx, func() {
 		c.qmu.Lock()
 		if c.ctrl == ctrl {
 			c.ctrl = nil
 		}
 		c.qmu.Unlock()
-	}
-	stop := context.AfterFunc(ctx, release)
-	defer stop()
-	defer release()
+	})
 	for k := range pending {
 		ctrl.Enqueue(k)
 	}
-	// The workers start on what the handlers found while no term ran; the
-	// sweep of the whole graph (a fraction of a second at 100,000 objects)
-	// feeds them meanwhile.
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() { c.sweep(ctrl) })
-	return ctrl.Run(ctx)
 }
 
 // HasSynced reports whether the graph holds every kind's first list (a

@@ -19,6 +19,7 @@ import (
 	"cairn.dev/cairn/gc"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -62,19 +63,27 @@ func (e *env) startGC() (stop func()) {
 // startGCWith is startGC exporting metrics to reg (when not nil).
 func (e *env) startGCWith(reg prometheus.Registerer) (stop func()) {
 	e.t.Helper()
-	return e.startCollector(e.c, gc.Options{Workers: 16, Metrics: reg,
-		Logger: testLogger(), ConfirmRetry: 50 * time.Millisecond})
+	return e.startCollector(e.c, gc.Options{Workers: 16, ConfirmRetry: 50 * time.Millisecond},
+		manager.Options{Metrics: reg, Logger: testLogger()})
 }
 
-// startCollector runs a collector acting through c, built with opts, until
-// the returned stop is called (or the test ends); stop waits for Run to
-// return.
-func (e *env) startCollector(c client.Interface, opts gc.Options) (stop func()) {
+// startCollector runs a collector acting through c, built with opts, in a
+// manager with the logger, metrics and traces of mo (as a process runs it:
+// gc.Standby), until the returned stop is called (or the test ends); stop
+// waits for the manager to return.
+func (e *env) startCollector(c client.Interface, opts gc.Options, mo manager.Options) (stop func()) {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	col := gc.New(c, opts)
+	mo.Client = c
+	mo.Controllers = []manager.Controller{{Name: "gc", Standby: func(p *manager.Process) (func(*manager.Term) error, error) {
+		return gc.Standby(p, opts)
+	}}}
+	m, err := manager.New(mo)
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	done := make(chan error, 1)
-	go func() { done <- col.Run(ctx) }()
+	go func() { done <- m.Run(ctx) }()
 	var stopped bool
 	stop = func() {
 		if stopped {

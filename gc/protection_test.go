@@ -8,6 +8,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/gc"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/trace"
 )
 
@@ -56,7 +57,7 @@ func TestDeletionProtection_NobodyDeletesAProtectedObject(t *testing.T) {
 func TestDeletionProtection_BlocksTheCascadesThatWouldTakeIt(t *testing.T) {
 	e := newEnv(t, false)
 	traces := trace.NewStore(50, 0)
-	e.startCollector(e.c, gc.Options{Workers: 4, Logger: testLogger(), ConfirmRetry: 50 * time.Millisecond, Traces: traces})
+	e.startCollector(e.c, gc.Options{Workers: 4, ConfirmRetry: 50 * time.Millisecond}, manager.Options{Logger: testLogger(), Traces: traces})
 	owner := e.secret("owner")
 	kept, other := e.secret("kept"), e.secret("other")
 	e.setOwners(kept, owner)

@@ -12,6 +12,7 @@ import (
 	"cairn.dev/cairn/gc"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/kinds"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -22,7 +23,7 @@ func TestCollector_CascadeFinishesWhenTheVictimsDeleteAnswersConflict(t *testing
 	// The victim changes under every delete attempt until the collector
 	// has been answered Conflict twice.
 	ch.Start(e.ts.Registry, func() bool { return cc.Conflicts() < 2 })
-	e.startCollector(cc, gc.Options{Workers: 4, Logger: testLogger(), ConfirmRetry: 50 * time.Millisecond})
+	e.startCollector(cc, gc.Options{Workers: 4, ConfirmRetry: 50 * time.Millisecond}, manager.Options{Logger: testLogger()})
 	root := e.secret("root")
 	busy := e.create(testkit.Widget(ns, "busy", testkit.Labels(gc.LabelChurn, "true"), testkit.OwnedBy(root)))
 	below := e.secret("below", testkit.OwnedBy(busy)) // busy is no leaf: it is marked, not removed
@@ -40,7 +41,7 @@ func TestCollector_RefusedDeletionIsLoggedOnceAndRetriedWithBackoff(t *testing.T
 	e := newEnv(t, false)
 	rec := &gc.LogRecorder{}
 	const base = 20 * time.Millisecond
-	e.startCollector(e.c, gc.Options{Logger: slog.New(rec), ConfirmRetry: base})
+	e.startCollector(e.c, gc.Options{ConfirmRetry: base}, manager.Options{Logger: slog.New(rec)})
 	parent := e.create(testkit.Object(gc.NamespaceKind, "", "parent"))
 	def, err := e.get(gc.NamespaceKind, "", api.DefaultNamespace)
 	if err != nil {

@@ -43,7 +43,7 @@ func TestCollectorDelete_ConflictIsRetriedUnlessTheVictimIsGoneOrReplaced(t *tes
 	create(testkit.Object(NamespaceKind, "", "gc"))
 	busy := create(testkit.Widget("gc", "busy", testkit.Labels(LabelChurn, "true")))
 	replaced := create(testkit.Widget("gc", "replaced"))
-	c := New(cc, Options{Logger: discard()})
+	c := newCollector(cc, Options{}, nil, discard(), nil)
 
 	for _, tc := range []struct {
 		name         string
@@ -109,7 +109,7 @@ func TestCollectorDelete_RefusalBacksOffAndWarnsOnce(t *testing.T) {
 	cl := local.New(ts.Registry, identity.System())
 	rec := &LogRecorder{}
 	const base = 10 * time.Millisecond
-	c := New(cl, Options{Logger: slog.New(rec), ConfirmRetry: base})
+	c := newCollector(cl, Options{ConfirmRetry: base}, nil, slog.New(rec), nil)
 	def, err := cl.Get(ctx, NamespaceKind, "", api.DefaultNamespace)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/gc"
 	"cairn.dev/cairn/installation"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"
 	"cairn.dev/cairn/trace"
@@ -44,14 +45,22 @@ func start(t *testing.T) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	traces := trace.NewStore(10, 1000)
-	ctrl := installation.New(c, installation.Options{Workers: 4, Logger: log, Traces: traces})
-	col := gc.New(c, gc.Options{Logger: log})
-	done := make(chan struct{}, 3)
+	m, err := manager.New(manager.Options{Client: c, Logger: log, Traces: traces, Controllers: []manager.Controller{
+		{Name: "installation", Setup: func(tm *manager.Term) error {
+			return installation.Setup(tm, installation.Options{Workers: 4})
+		}},
+		{Name: "gc", Standby: func(p *manager.Process) (func(*manager.Term) error, error) {
+			return gc.Standby(p, gc.Options{})
+		}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{}, 2)
 	e := &env{t: t, c: c, ctx: ctx, traces: traces, ns: "default"}
-	go func() { _ = ctrl.Run(ctx); done <- struct{}{} }()
-	go func() { _ = col.Run(ctx); done <- struct{}{} }()
+	go func() { _ = m.Run(ctx); done <- struct{}{} }()
 	go func() { e.releaseExecutions(); done <- struct{}{} }()
-	t.Cleanup(func() { cancel(); <-done; <-done; <-done })
+	t.Cleanup(func() { cancel(); <-done; <-done })
 	return e
 }
 

@@ -78,12 +78,18 @@ func forbidden(err error) error {
 // It is level-based: it acts only on the current state.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
 	ns, name, _ := strings.Cut(key, "/")
-	inst, ok := get[*api.Installation](r.caches.insts, ns, name)
+	obj, ok := r.caches.insts.Get(ns, name)
 	if !ok {
 		r.forget(api.KindInstallation, ns, name)
 		return controller.Result{}, nil
 	}
 	trace.Object(ctx, api.KindInstallation, ns, name)
+	inst, err := controller.Decode[*api.Installation](obj)
+	if err != nil {
+		// Only a change of the object fixes it, and that change
+		// reconciles it again.
+		return controller.Result{}, controller.Terminal(fmt.Errorf("installation: %w", err))
+	}
 	if !r.fresh(api.KindInstallation, ns, name, inst.ResourceVersion) {
 		trace.Exit(ctx, "the cache is behind this controller's last write: waiting for its watch event")
 		return controller.Result{RequeueAfter: expectFor}, nil

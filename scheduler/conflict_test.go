@@ -42,7 +42,7 @@ func TestObserver_409And404TreatTheWorkerAsEndedOrDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rt.Close() })
-	s, err := New(c, Options{Runtime: rt})
+	s, err := newScheduler(c, Options{Runtime: rt}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/runtime"
 	rtlocal "cairn.dev/cairn/runtime/local"
 	"cairn.dev/cairn/scheduler"
@@ -87,12 +88,12 @@ func (o *observer) run(opts scheduler.Options, sc client.Interface, wrap func(ru
 		sc = o.c
 	}
 	o.metrics = prometheus.NewRegistry()
-	opts.Runtime, opts.Metrics = rt, o.metrics
+	opts.Runtime = rt
 	if wrap != nil {
 		opts.Runtime = wrap(rt)
 	}
-	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := scheduler.New(sc, opts)
+	m, err := manager.New(manager.Options{Client: sc, Metrics: o.metrics, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Controllers: []manager.Controller{{Name: "events", Setup: func(tm *manager.Term) error { return scheduler.Setup(tm, opts) }}}})
 	if err != nil {
 		o.t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func (o *observer) run(opts scheduler.Options, sc client.Interface, wrap func(ru
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = s.Run(ctx)
+		_ = m.Run(ctx)
 	}()
 	var once sync.Once
 	o.rt = rt

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,8 +16,8 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/informer"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/runtime"
-	"cairn.dev/cairn/trace"
 )
 
 // Defaults of Options.
@@ -55,11 +54,13 @@ type Options struct {
 	UnknownTimeout time.Duration
 	// Workers is the number of events observed concurrently; default 8.
 	Workers int
-	// Runtime runs the units. Required.
+	// Runtime runs the units; default the term's (Setup fails without
+	// one).
 	Runtime runtime.Runtime
 	// APIServer is the URL units reach the API at (CAIRN_SERVER), and
 	// APICAFile the PEM file of the CA its certificate is issued by
-	// (CAIRN_CA_FILE; "" when the server has none of cairn's).
+	// (CAIRN_CA_FILE; "" when the server has none of cairn's); default
+	// the term's.
 	APIServer string
 	APICAFile string
 	// Path is the PATH of units whose spec sets none; default this
@@ -70,14 +71,6 @@ type Options struct {
 	// image, secrets mounted as files); the scheduler and the observer stay
 	// as they are. A *StartError fails the worker or job with its reason.
 	BuildUnit func(UnitInput) (runtime.Spec, error)
-	// Informers is the shared informer factory; nil: one of its own.
-	Informers *informer.Factory
-	// Traces keeps the observer's reconciles for `cairn explain`.
-	Traces *trace.Store
-	// Logger; default slog.Default(). Metrics: the work queue's and
-	// cairn_events_queued, cairn_events_running, cairn_events_claims_total.
-	Logger  *slog.Logger
-	Metrics prometheus.Registerer
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }
@@ -94,11 +87,9 @@ type Scheduler struct {
 	m    *metrics
 
 	ctrl     *controller.Controller
-	factory  *informer.Factory
 	events   *informer.Informer
 	projects *informer.Informer
 	kick     chan struct{}
-	started  atomic.Bool
 	waiters  sync.WaitGroup
 
 	mu sync.Mutex
@@ -121,8 +112,10 @@ type Scheduler struct {
 	decoded map[string]cachedEvent
 }
 
-// New builds a scheduler. It does nothing until Run.
-func New(c client.Interface, opts Options) (*Scheduler, error) {
+// newScheduler builds a scheduler acting through c, logging to log and
+// registering its metrics (cairn_events_queued, cairn_events_running,
+// cairn_events_claims_total) on reg (none when nil). Errors: no Runtime.
+func newScheduler(c client.Interface, opts Options, log *slog.Logger, reg prometheus.Registerer) (*Scheduler, error) {
 	if opts.Runtime == nil {
 		return nil, errors.New("scheduler: Options.Runtime is required")
 	}
@@ -147,70 +140,79 @@ func New(c client.Interface, opts Options) (*Scheduler, error) {
 	if opts.BuildUnit == nil {
 		opts.BuildUnit = UnitSpec
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	log := opts.Logger.With("controller", "events")
-	return &Scheduler{c: c, rt: opts.Runtime, opts: opts, log: log, m: newMetrics(opts.Metrics, log),
-		factory: opts.Informers, kick: make(chan struct{}, 1),
+	log = log.With("controller", "events")
+	return &Scheduler{c: c, rt: opts.Runtime, opts: opts, log: log, m: newMetrics(reg, log),
+		kick:    make(chan struct{}, 1),
 		claimed: map[string]bool{}, waiting: map[string]Wait{}, uids: map[string]string{},
 		cleaned: map[string]bool{}, unknown: map[string]time.Time{}, watching: map[string]bool{}}, nil
 }
 
-// Run watches Events and Projects and schedules and observes workers and
-// jobs until ctx is done. Before acting it removes the runtime units of
-// events that no longer exist (deleted while nobody watched). It blocks;
-// it returns nil when ctx is done and its goroutines have stopped, or an
-// error at once when called twice.
-func (s *Scheduler) Run(ctx context.Context) error {
-	if !s.started.CompareAndSwap(false, true) {
-		return errors.New("scheduler: Run called twice")
+// Setup adds the event scheduler and observer to a manager's term, as
+// the controller "events": it runs units on the term's runtime (or
+// opts.Runtime; it fails without one), reads Events and Projects through
+// the term's shared informers, acts through the term's client and records
+// its steps in the term's traces. Once the caches are in, it removes the
+// runtime units of events that no longer exist (deleted while nobody
+// watched), then observes events and runs a scheduling pass whenever an
+// Event or a Project changes, until the term ends. It never blocks.
+func Setup(t *manager.Term, opts Options) error {
+	if opts.Runtime == nil {
+		opts.Runtime = t.Runtime
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	s.ctrl = controller.New("events", controller.ReconcilerFunc(s.reconcile), controller.Options{
-		Workers: s.opts.Workers, Logger: s.opts.Logger, Metrics: s.opts.Metrics, Traces: s.opts.Traces, TraceKind: api.KindEvent})
-	if s.factory == nil {
-		s.factory = informer.NewFactory(s.c, informer.Options{Logger: s.opts.Logger})
-		s.factory.Start(ctx)
-		defer s.factory.Shutdown()
+	if opts.Runtime == nil {
+		return errors.New("scheduler: the process has no runtime to run workers on")
 	}
-	s.events, s.projects = s.factory.For(api.KindEvent), s.factory.For(api.KindProject)
-	s.events.AddEventHandler(informer.Handler{
-		OnAdd:    func(o *api.Object) { s.changed(o) },
-		OnUpdate: func(_, o *api.Object) { s.changed(o) },
-		OnDelete: func(o *api.Object) { s.changed(o) },
-	})
-	s.projects.AddEventHandler(informer.Handler{
-		OnAdd:    func(*api.Object) { s.poke() },
-		OnUpdate: func(_, _ *api.Object) { s.poke() },
-		OnDelete: func(*api.Object) { s.poke() },
-	})
-	defer s.waiters.Wait()
-	if !s.events.WaitForSync(ctx) || !s.projects.WaitForSync(ctx) {
-		return s.ctrl.Run(ctx)
+	if opts.APIServer == "" {
+		opts.APIServer, opts.APICAFile = t.APIServer, t.APICAFile
 	}
-	if err := s.sweep(ctx); err != nil {
-		s.log.Warn("could not look for the units of deleted events", "err", err)
+	s, err := newScheduler(t.Client, opts, t.Logger, t.Metrics)
+	if err != nil {
+		return err
 	}
-	s.waiters.Add(1)
-	go func() {
-		defer s.waiters.Done()
-		s.loop(ctx)
-	}()
-	return s.ctrl.Run(ctx)
+	s.events, s.projects = t.Informers.For(api.KindEvent), t.Informers.For(api.KindProject)
+	poke := func(*controller.Controller) informer.Handler {
+		return informer.Handler{
+			OnAdd:    func(*api.Object) { s.poke() },
+			OnUpdate: func(_, _ *api.Object) { s.poke() },
+			OnDelete: func(*api.Object) { s.poke() },
+		}
+	}
+	s.ctrl, err = manager.NewBuilder(t, "events").
+		Handles(api.KindEvent, s.handler).
+		Handles(api.KindProject, poke).
+		TraceKind(api.KindEvent).
+		Workers(opts.Workers).
+		Starting(func(ctx context.Context, _ *controller.Controller) error {
+			if err := s.sweep(ctx); err != nil {
+				s.log.Warn("could not look for the units of deleted events", "err", err)
+			}
+			return nil
+		}).
+		Also(func(ctx context.Context, _ *controller.Controller) { s.loop(ctx) }).
+		Stopped(s.waiters.Wait). // the goroutines that wait on units
+		Build(controller.ReconcilerFunc(s.reconcile))
+	return err
+}
+
+// handler is the Event informer's handler, feeding ctrl.
+func (s *Scheduler) handler(ctrl *controller.Controller) informer.Handler {
+	return informer.Handler{
+		OnAdd:    func(o *api.Object) { s.changed(ctrl, o) },
+		OnUpdate: func(_, o *api.Object) { s.changed(ctrl, o) },
+		OnDelete: func(o *api.Object) { s.changed(ctrl, o) },
+	}
 }
 
 // changed notes an event's uid, enqueues it and kicks the scheduling loop.
-func (s *Scheduler) changed(o *api.Object) {
+func (s *Scheduler) changed(ctrl *controller.Controller, o *api.Object) {
 	key := api.Key(o.Namespace, o.Name)
 	s.mu.Lock()
 	s.uids[key] = o.UID
 	s.mu.Unlock()
-	s.ctrl.Enqueue(key)
+	ctrl.Enqueue(key)
 	s.poke()
 }
 

@@ -5,15 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/informer"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/trace"
 )
 
@@ -27,8 +25,7 @@ const (
 // kubeconfig comes from.
 const secretIndex = "target.kubeconfigSecret"
 
-// Options configures the target controller. The zero value is usable but
-// for Informers, which New requires.
+// Options configures the target controller. The zero value is usable.
 type Options struct {
 	// Interval is how often a Target is checked again when nothing
 	// changes; default DefaultInterval.
@@ -41,15 +38,6 @@ type Options struct {
 	Clients *Clients
 	// Workers is the number of Targets checked concurrently; default 4.
 	Workers int
-	// Informers is the process's shared informer factory. Required.
-	Informers *informer.Factory
-	// Logger; default slog.Default().
-	Logger *slog.Logger
-	// Metrics receives the work queue metrics of the "target" controller;
-	// nil: none.
-	Metrics prometheus.Registerer
-	// Traces keeps the steps of the reconciles for `cairn explain`.
-	Traces *trace.Store
 	// Now is the clock of lastTransitionTime; default time.Now.
 	Now func() time.Time
 }
@@ -63,17 +51,12 @@ type Reconciler struct {
 	opts    Options
 	targets *informer.Informer
 	secrets *informer.Informer
-	ctrl    *controller.Controller
 	written controller.Written
 }
 
-// New builds the controller on opts.Informers: it checks a Target when it
-// changes, when the Secret it names changes, and every Options.Interval.
-// It does nothing until Run.
-func New(c client.Interface, opts Options) (*Reconciler, error) {
-	if opts.Informers == nil {
-		return nil, errors.New("target: Options.Informers is required")
-	}
+// newReconciler builds the reconciler of a term: it reads the term's
+// informers and writes through its client.
+func newReconciler(t *manager.Term, opts Options) *Reconciler {
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultInterval
 	}
@@ -86,25 +69,11 @@ func New(c client.Interface, opts Options) (*Reconciler, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 4
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	r := &Reconciler{c: c, opts: opts,
-		targets: opts.Informers.For(api.KindTarget), secrets: opts.Informers.For(api.KindSecret)}
-	if err := r.targets.AddIndex(secretIndex, indexSecret); err != nil && !errors.Is(err, informer.ErrIndexExists) {
-		return nil, fmt.Errorf("target: %w", err)
-	}
-	r.ctrl = controller.New("target", r, controller.Options{Workers: opts.Workers, Logger: opts.Logger,
-		Metrics: opts.Metrics, Traces: opts.Traces, TraceKind: api.KindTarget})
-	controller.EnqueueFromInformer(r.targets, r.ctrl, nil)
-	controller.EnqueueFromInformer(r.secrets, r.ctrl, func(obj *api.Object) []string {
-		keys, _ := r.targets.IndexKeys(secretIndex, api.Key(obj.Namespace, obj.Name))
-		return keys
-	})
-	return r, nil
+	return &Reconciler{c: t.Client, opts: opts,
+		targets: t.Informers.For(api.KindTarget), secrets: t.Informers.For(api.KindSecret)}
 }
 
 // indexSecret indexes a kubernetes-cluster Target by its Secret's key.
@@ -118,18 +87,6 @@ func indexSecret(obj *api.Object) []string {
 		return nil
 	}
 	return []string{api.Key(obj.Namespace, ref.Name)}
-}
-
-// Clients returns the cache of the Targets' clients.
-func (r *Reconciler) Clients() *Clients { return r.opts.Clients }
-
-// Run checks Targets until ctx is done, once the informers have synced.
-// It blocks and returns nil when ctx is done.
-func (r *Reconciler) Run(ctx context.Context) error {
-	if !r.targets.WaitForSync(ctx) || !r.secrets.WaitForSync(ctx) {
-		return r.ctrl.Run(ctx) // ctx is done: releases the queue
-	}
-	return r.ctrl.Run(ctx)
 }
 
 // Reconcile checks the Target key ("ns/name"): it connects to its cluster

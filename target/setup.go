@@ -1,23 +1,23 @@
 package target
 
-import "cairn.dev/cairn/manager"
+import (
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/manager"
+)
 
-// Setup adds the target controller to a manager's term: it reads Targets
-// and Secrets through the term's shared informers, writes Target statuses
-// through the term's client and records its steps in the term's traces.
-// Fields of opts left unset take the term's.
+// Setup adds the target controller to a manager's term: it checks a
+// Target when it changes, when the Secret it names changes, and every
+// Options.Interval, reading through the term's shared informers and
+// writing Target statuses through its client.
 func Setup(t *manager.Term, opts Options) error {
-	opts.Informers, opts.Traces = t.Informers, t.Traces
-	if opts.Logger == nil {
-		opts.Logger = t.Logger
-	}
-	if opts.Metrics == nil {
-		opts.Metrics = t.Metrics
-	}
-	r, err := New(t.Client, opts)
-	if err != nil {
-		return err
-	}
-	t.Add("target", manager.RunnableFunc(r.Run))
-	return nil
+	r := newReconciler(t, opts)
+	return manager.NewBuilder(t, "target").
+		For(api.KindTarget).
+		Index(api.KindTarget, secretIndex, indexSecret).
+		Watches(api.KindSecret, func(obj *api.Object) []string {
+			keys, _ := r.targets.IndexKeys(secretIndex, api.Key(obj.Namespace, obj.Name))
+			return keys
+		}).
+		Workers(r.opts.Workers).
+		Complete(r)
 }
