@@ -59,7 +59,7 @@ func TestCleaner_UnreadableInputDeletesNothingAndSaysWhy(t *testing.T) {
 	victim := e.create(testkit.Object(api.KindDataObject, ns, "victim"))
 	fr := &failingReads{Interface: e.c, kind: api.KindSecret}
 	fr.on.Store(true)
-	e.startWith(fr, cleaner.Options{SyncTimeout: 200 * time.Millisecond})
+	e.startWith(fr, cleaner.Options{SyncTimeout: 200 * time.Millisecond}, nil)
 	e.createCleaner("c", api.CleanerSpec{
 		Retry: api.CleanerRetry{Period: api.Duration{Duration: time.Second}},
 		Targets: []api.CleanerTarget{

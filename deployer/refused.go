@@ -24,7 +24,7 @@ func (k *Controller) refused(ctx context.Context, key string, d *api.DeployItem,
 	if le := d.Status.LastError; le == nil || le.Reason != api.ReasonWriteRefused || le.Message != msg {
 		d.Status.LastError = &api.LastError{Reason: api.ReasonWriteRefused, Message: msg, Time: k.opts.Now().UTC()}
 		if werr := k.writeStatus(ctx, key, d); werr != nil {
-			k.opts.Logger.Warn("deployer: cannot record a refused write", "item", key, "err", werr)
+			k.log.Warn("deployer: cannot record a refused write", "item", key, "err", werr)
 		}
 	}
 	trace.Exit(ctx, "%s: %s (retried with backoff)", api.ReasonWriteRefused, msg)

@@ -11,6 +11,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/gc"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/manager"
 )
 
 // failingReads is the env's real client whose reads (get, list, watch) of
@@ -63,7 +64,7 @@ func TestCollector_NeverDeletesADependentBecauseAReadFailed(t *testing.T) {
 	dep := e.secret("dep", testkit.OwnedBy(owner))
 	fr := &failingReads{Interface: e.c, kind: api.KindDataObject}
 	fr.on.Store(true)
-	e.startCollector(fr, gc.Options{Workers: 4, Logger: testLogger(), ConfirmRetry: 20 * time.Millisecond})
+	e.startCollector(fr, gc.Options{Workers: 4, ConfirmRetry: 20 * time.Millisecond}, manager.Options{Logger: testLogger()})
 	e.eventually("the collector's reads of the owner's kind failing", func() string {
 		if n := fr.fails.Load(); n < 5 {
 			return fmt.Sprintf("%d failed reads", n)
