@@ -17,8 +17,8 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/gc"
 	"cairn.dev/cairn/installation"
-	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/server/servertest"
 	"cairn.dev/cairn/trace"
 )
