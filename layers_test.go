@@ -87,6 +87,10 @@ var allowed = map[string][]string{
 	// against real servers: tests only.
 	"kubecompat": {},
 
+	// A read-modify-write run again when it lost a race (Conflict): below
+	// the controllers and the event service, which use it.
+	"conflict": {"api"},
+
 	// Test support (see testSupport).
 	"store/storetest":   {"store"},
 	"server/servertest": {"api", "auth", "authz", "client", "identity", "kinds", "pki", "registry", "server", "store", "store/storetest"},
