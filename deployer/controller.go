@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/conflict"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/informer"
@@ -430,35 +431,33 @@ const (
 )
 
 // release removes the deployer's finalizer once the uninstall is done (or
-// skipped). A Conflict re-reads the item and tries again, so that a
-// finished uninstall is never run a second time because the item changed
-// meanwhile; then a Deployer that implements Forgetter forgets the item.
+// skipped). A Conflict re-reads the item and tries again (conflict.Modify),
+// so that a finished uninstall is never run a second time because the item
+// changed meanwhile; then a Deployer that implements Forgetter forgets the
+// item.
 func (k *Controller) release(ctx context.Context, key string, item *Item) error {
 	d := item.DeployItem
-	for attempt := 0; ; attempt++ {
-		d.RemoveFinalizer(api.FinalizerDeployer)
-		err := k.update(ctx, key, d)
-		if err == nil || errors.Is(err, api.ErrNotFound) {
-			break
+	get := func(ctx context.Context) (*api.DeployItem, error) {
+		obj, err := k.c.Get(ctx, api.KindDeployItem, d.Namespace, d.Name)
+		if err != nil {
+			return nil, fmt.Errorf("deployer: re-read %s: %w", key, err)
 		}
-		if !errors.Is(err, api.ErrConflict) || attempt >= maxReleaseAttempts {
-			return err
+		fresh, err := controller.Decode[*api.DeployItem](obj)
+		if err != nil {
+			return nil, fmt.Errorf("deployer: %w", err)
 		}
-		obj, gerr := k.c.Get(ctx, api.KindDeployItem, d.Namespace, d.Name)
-		if errors.Is(gerr, api.ErrNotFound) {
-			break
+		return fresh, nil
+	}
+	remove := func(cur *api.DeployItem) (bool, error) {
+		if cur.UID != d.UID {
+			return false, nil // another item now: this one is gone
 		}
-		if gerr != nil {
-			return fmt.Errorf("deployer: re-read %s: %w", key, gerr)
-		}
-		var fresh api.DeployItem
-		if err := obj.Into(&fresh); err != nil {
-			return fmt.Errorf("deployer: decode %s: %w", key, err)
-		}
-		if fresh.UID != d.UID {
-			break
-		}
-		*d = fresh
+		cur.RemoveFinalizer(api.FinalizerDeployer)
+		return true, nil
+	}
+	write := func(ctx context.Context, cur *api.DeployItem) (*api.DeployItem, error) { return cur, k.update(ctx, key, cur) }
+	if _, _, err := conflict.Modify(ctx, d, get, remove, write); err != nil && !errors.Is(err, api.ErrNotFound) {
+		return err
 	}
 	trace.Action(ctx, "removed finalizer %s", api.FinalizerDeployer)
 	if f, ok := k.d.(Forgetter); ok {
@@ -469,9 +468,6 @@ func (k *Controller) release(ctx context.Context, key string, item *Item) error 
 	trace.Exit(ctx, "deleted")
 	return nil
 }
-
-// maxReleaseAttempts bounds the re-reads of release.
-const maxReleaseAttempts = 10
 
 // resolve sets the item's run id and reads its target; a target that
 // does not exist is an error wrapping api.ErrNotFound (Item.Target stays
