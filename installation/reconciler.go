@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"cairn.dev/cairn/api"
@@ -46,8 +45,7 @@ type Reconciler struct {
 	// that of a nested object through its owner), rather than polling; it
 	// looks again once the expectation has expired (expectFor) only in
 	// case no event comes: an object deleted by someone else meanwhile.
-	mu     sync.Mutex
-	expect map[string]expectation
+	expect controller.Written
 }
 
 // failure is an outcome that makes the installation Failed with a

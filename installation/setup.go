@@ -58,7 +58,7 @@ func New(c client.Interface, opts Options) *Controller {
 		opts.Now = time.Now
 	}
 	return &Controller{c: c, opts: opts, r: &Reconciler{
-		c: c, log: opts.Logger.With("controller", "installation"), now: opts.Now, expect: map[string]expectation{},
+		c: c, log: opts.Logger.With("controller", "installation"), now: opts.Now,
 	}}
 }
 
