@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/conflict"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/conflict"
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/informer"
 	"cairn.dev/cairn/trace"
@@ -455,7 +455,9 @@ func (k *Controller) release(ctx context.Context, key string, item *Item) error 
 		cur.RemoveFinalizer(api.FinalizerDeployer)
 		return true, nil
 	}
-	write := func(ctx context.Context, cur *api.DeployItem) (*api.DeployItem, error) { return cur, k.update(ctx, key, cur) }
+	write := func(ctx context.Context, cur *api.DeployItem) (*api.DeployItem, error) {
+		return cur, k.update(ctx, key, cur)
+	}
 	if _, _, err := conflict.Modify(ctx, d, get, remove, write); err != nil && !errors.Is(err, api.ErrNotFound) {
 		return err
 	}

@@ -101,7 +101,7 @@ func (r *Reconciler) setStatus(ctx context.Context, inst *api.Installation, chan
 	var st api.InstallationStatus
 	_ = json.Unmarshal(raw, &st)
 	change(&st)
-	if reflect.DeepEqual(st, inst.Status) {
+	if !controller.StatusChanged(inst.Status, st) {
 		return nil
 	}
 	next.Status = st
