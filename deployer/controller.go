@@ -224,7 +224,7 @@ func (k *Controller) claim(ctx context.Context, key string, item *Item) error {
 // work continues the run and finishes it when it has ended.
 func (k *Controller) work(ctx context.Context, key string, item *Item) (controller.Result, error) {
 	if err := k.resolve(ctx, item); errors.Is(err, api.ErrNotFound) {
-		return controller.Result{}, k.finish(ctx, key, item, Failed(ReasonTargetNotFound,
+		return controller.Result{}, k.finish(ctx, key, item, Failed(api.ReasonTargetNotFound,
 			"target %s does not exist in namespace %s", item.Spec.Target, item.Namespace))
 	} else if err != nil {
 		return controller.Result{}, err
@@ -287,7 +287,7 @@ func (k *Controller) abort(ctx context.Context, key string, item *Item) error {
 		if err := k.d.Abort(ctx, item); err != nil {
 			return fmt.Errorf("deployer: abort %s: %w", key, err)
 		}
-		reason, msg := "Aborted", "aborted by the abort operation annotation"
+		reason, msg := api.ReasonAborted, "aborted by the abort operation annotation"
 		if d.Annotations[api.AnnotationAbortTimeout] == "true" {
 			reason = api.ReasonProgressingTimeout
 			msg = "aborted: the deployer did not finish within the progressing timeout"
@@ -368,7 +368,7 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 			msg = out.Error.Message
 		}
 		d.Status.Phase = api.DeployFailed
-		d.Status.LastError = &api.LastError{Reason: ReasonUninstallFailed, Message: msg, Time: k.opts.Now().UTC()}
+		d.Status.LastError = &api.LastError{Reason: api.ReasonUninstallFailed, Message: msg, Time: k.opts.Now().UTC()}
 		if err := k.writeStatus(ctx, key, d); err != nil {
 			return controller.Result{}, err
 		}
@@ -387,7 +387,7 @@ func uninstallStopped(d *api.DeployItem) bool {
 		return false
 	}
 	r := d.Status.LastError.Reason
-	return r == ReasonUninstallFailed || r == api.ReasonAbortingTimeout
+	return r == api.ReasonUninstallFailed || r == api.ReasonAbortingTimeout
 }
 
 // abortUninstall honours an abort during the deletion (asked by hand, or
@@ -405,7 +405,7 @@ func (k *Controller) abortUninstall(ctx context.Context, key string, item *Item)
 	msg := fmt.Sprintf("%s; annotate %s: \"true\" to delete the item without its uninstall, or set the reconcile operation to try it again",
 		why, api.AnnotationDeleteWithoutUninstall)
 	d.Status.Phase = api.DeployFailed
-	d.Status.LastError = &api.LastError{Reason: ReasonUninstallFailed, Message: msg, Time: k.opts.Now().UTC()}
+	d.Status.LastError = &api.LastError{Reason: api.ReasonUninstallFailed, Message: msg, Time: k.opts.Now().UTC()}
 	if err := k.writeStatus(ctx, key, d); err != nil {
 		return err
 	}
@@ -420,15 +420,6 @@ func (k *Controller) abortUninstall(ctx context.Context, key string, item *Item)
 	trace.Exit(ctx, "Failed: %s", msg)
 	return nil
 }
-
-// Reasons in a deploy item's lastError set by the library.
-const (
-	// ReasonUninstallFailed: the uninstall failed, or was aborted
-	// (api.ReasonUninstallFailed, which the execution controller reads).
-	ReasonUninstallFailed = api.ReasonUninstallFailed
-	// ReasonTargetNotFound: the item's target does not exist.
-	ReasonTargetNotFound = "TargetNotFound"
-)
 
 // release removes the deployer's finalizer once the uninstall is done (or
 // skipped). A Conflict re-reads the item and tries again (conflict.Modify),

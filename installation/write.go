@@ -200,16 +200,16 @@ func importValues(imps []Import) (map[string]blueprint.ImportValue, map[string]a
 // its schema is a failure (see fail).
 func (r *Reconciler) update(ctx context.Context, inst *api.Installation, src source, imps []Import, op string) (string, []api.NamedRef, error) {
 	if src.err != nil {
-		return "", nil, fail(ReasonBlueprintNotFound, src.err)
+		return "", nil, fail(api.ReasonBlueprintNotFound, src.err)
 	}
 	bp := src.spec
 	vals, data := importValues(imps)
 	if err := blueprint.ValidateImports(bp.Imports, vals); err != nil {
-		return "", nil, fail(ReasonImportInvalid, err)
+		return "", nil, fail(api.ReasonImportInvalid, err)
 	}
 	items, err := blueprint.RenderDeployItems(bp, blueprint.Data{Imports: data})
 	if err != nil {
-		return "", nil, fail(ReasonRenderFailed, err)
+		return "", nil, fail(api.ReasonRenderFailed, err)
 	}
 	owner := api.OwnerRefTo(inst, true)
 	labels := map[string]string{api.LabelInstallation: inst.Name}
@@ -275,7 +275,7 @@ func (r *Reconciler) applyExecution(ctx context.Context, inst *api.Installation,
 			return "", fmt.Errorf("read execution %s: %w", inst.Name, err)
 		}
 		if !controlledBy(&cur.ObjectMeta, inst) {
-			return "", fail(ReasonRenderFailed, fmt.Errorf("execution %s exists and belongs to someone else", inst.Name))
+			return "", fail(api.ReasonRenderFailed, fmt.Errorf("execution %s exists and belongs to someone else", inst.Name))
 		}
 	}
 	if cur.Deleting() {
@@ -331,7 +331,7 @@ func (r *Reconciler) applySub(ctx context.Context, inst *api.Installation, name 
 		}
 	}
 	if !controlledBy(&cur.ObjectMeta, inst) {
-		return fail(ReasonRenderFailed, fmt.Errorf("subinstallation %s exists and belongs to someone else", name))
+		return fail(api.ReasonRenderFailed, fmt.Errorf("subinstallation %s exists and belongs to someone else", name))
 	}
 	if cur.Deleting() {
 		return fmt.Errorf("subinstallation %s is being deleted; waiting for it to go", name)
