@@ -61,7 +61,7 @@ var allowed = map[string][]string{
 	"event":  {"api", "conflict", "auth", "authz", "identity", "kinds", "registry", "runtime", "store"},
 	"leader": {},
 	// The deployment controllers (the deployer entry covers its types).
-	"execution":  {"api", "conflict", "client", "controller", "informer", "manager", "trace"},
+	"execution":  {"api", "client", "controller", "informer", "manager", "trace"},
 	"deployitem": {"api", "client", "controller", "informer", "manager", "trace"},
 	// The target controller: the reachability of kubernetes-cluster
 	// Targets, and the cache of their clients deployers take.
