@@ -55,10 +55,10 @@ var allowed = map[string][]string{
 	"cleaner":           {"api", "client", "controller", "informer", "manager", "trace", "cleaner/condition"},
 	"controllers":       {"api", "client", "manager", "gc", "cleaner", "scheduler", "informer", "controller", "trace", "execution", "deployitem", "deployer", "installation", "target"},
 	"scheduler":         {"api", "client", "controller", "informer", "manager", "runtime", "trace"},
-	"gc":                {"api", "client", "controller", "informer", "manager", "trace"},
+	"gc":                {"api", "conflict", "client", "controller", "informer", "manager", "trace"},
 	"runtime":           {"runtime"},
 	// The event service: the rules of the event endpoints, over the registry.
-	"event":  {"api", "auth", "authz", "identity", "kinds", "registry", "runtime", "store"},
+	"event":  {"api", "conflict", "auth", "authz", "identity", "kinds", "registry", "runtime", "store"},
 	"leader": {},
 	// The deployment controllers (the deployer entry covers its types).
 	"execution":  {"api", "client", "controller", "informer", "manager", "trace"},
@@ -66,10 +66,10 @@ var allowed = map[string][]string{
 	// The target controller: the reachability of kubernetes-cluster
 	// Targets, and the cache of their clients deployers take.
 	"target":   {"api", "client", "controller", "informer", "manager", "trace"},
-	"deployer": {"api", "client", "controller", "informer", "manager", "trace", "runtime", "deployer"},
+	"deployer": {"api", "conflict", "client", "controller", "informer", "manager", "trace", "runtime", "deployer"},
 	// The installation controller and the blueprint rendering it (and
 	// admission) uses: pure functions over the wire types.
-	"installation": {"api", "blueprint", "client", "controller", "informer", "manager", "trace"},
+	"installation": {"api", "conflict", "blueprint", "client", "controller", "informer", "manager", "trace"},
 	"blueprint":    {"api"},
 	// The OpenAPI documents, derived from the kinds' Go types (plain data:
 	// never the registry or the server).
@@ -86,6 +86,10 @@ var allowed = map[string][]string{
 	// Kubernetes clients (kubectl, client-go, controller-runtime) driven
 	// against real servers: tests only.
 	"kubecompat": {},
+
+	// A read-modify-write run again when it lost a race (Conflict): below
+	// the controllers and the event service, which use it.
+	"conflict": {"api"},
 
 	// Test support (see testSupport).
 	"store/storetest":   {"store"},

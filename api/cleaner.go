@@ -93,27 +93,6 @@ const (
 	CleanerDeleting CleanerPhase = "Deleting"
 )
 
-// The reasons of a Cleaner's lastError.
-const (
-	// CleanerReasonUnresolvableTarget: a target's kind is not served (any
-	// more), or it could not be read.
-	CleanerReasonUnresolvableTarget = "UnresolvableTarget"
-	// CleanerReasonEvaluationError: a condition failed to evaluate (a
-	// missing field, a bad conversion, the cost limit).
-	CleanerReasonEvaluationError = "EvaluationError"
-	// CleanerReasonNonBoolean: a condition gave a value that is not a
-	// boolean.
-	CleanerReasonNonBoolean = "NonBooleanResult"
-	// CleanerReasonInvalidSpec: the conditions no longer compile (the
-	// served kinds or cairn changed since the Cleaner was admitted).
-	CleanerReasonInvalidSpec = "InvalidSpec"
-	// CleanerReasonDeleteFailed: a target could not be deleted.
-	CleanerReasonDeleteFailed = "DeleteFailed"
-	// CleanerReasonForbidden: the Cleaner's creator may not delete a
-	// target (the message says who may not delete what).
-	CleanerReasonForbidden = "Forbidden"
-)
-
 // CleanerStatus is what the cleaner controller last did and will do next.
 type CleanerStatus struct {
 	// ObservedGeneration is the generation of the spec last acted on.

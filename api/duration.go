@@ -35,7 +35,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // Messages name things (objects, fields, imports); they never carry secret
 // values.
 type LastError struct {
-	Reason  string    `json:"reason"`
-	Message string    `json:"message"`
-	Time    time.Time `json:"time,omitzero"`
+	Reason  ErrorReason `json:"reason"`
+	Message string      `json:"message"`
+	Time    time.Time   `json:"time,omitzero"`
 }

@@ -469,35 +469,6 @@ type DeployItemStatus struct {
 	ExportRef string `json:"exportRef,omitempty"`
 }
 
-// Reasons in a deploy item's lastError set by the timeout controller.
-const (
-	ReasonPickupTimeout      = "PickupTimeout"
-	ReasonAbortingTimeout    = "AbortingTimeout"
-	ReasonProgressingTimeout = "ProgressingTimeout"
-)
-
-// Reasons in an execution's lastError (and read by the installation
-// controller, which reports an execution's deletion failure as its own).
-const (
-	// ReasonDeployItemFailed: a deploy item failed its deploy.
-	ReasonDeployItemFailed = "DeployItemFailed"
-	// ReasonDeletionFailed: the deletion of a deploy item failed (its
-	// uninstall failed, was aborted or timed out aborting); only a
-	// deletion's failure, never a deploy failure of an item being
-	// deleted.
-	ReasonDeletionFailed = "DeletionFailed"
-	// ReasonUninstallFailed: a deploy item's uninstall failed, was
-	// aborted or timed out (written by the deployer library).
-	ReasonUninstallFailed = "UninstallFailed"
-	// ReasonWriteRefused: the API refused a write a reconcile needed
-	// (Forbidden other than for the creator's rights, Invalid,
-	// RequestEntityTooLarge, InsufficientStorage: a namespace at its
-	// object limit, an object too large, a full store); the message
-	// carries the API's reason and message. The reconcile is retried
-	// with backoff.
-	ReasonWriteRefused = "WriteRefused"
-)
-
 // WriteRefused reports whether err is the API refusing a write for a
 // reason a retry alone does not fix, but a change elsewhere does (a
 // namespace's limit raised or objects deleted, a full store freed): 403

@@ -137,8 +137,10 @@ func TestCleaner_WritesEachFailureInStatusAndKeepsWorking(t *testing.T) {
 		`s.metadata.name.split("").all(g, a+b+c+d+e+f+g != "")))))))`
 	e.secret("abcdefghijklmnopqrstuvwxyz0123456789")
 	for _, tc := range []struct {
-		name, reason, message string
-		spec                  api.CleanerSpec
+		name    string
+		reason  api.ErrorReason
+		message string
+		spec    api.CleanerSpec
 	}{
 		{"unresolvable", api.CleanerReasonUnresolvableTarget, "does not serve the kind DataObject", api.CleanerSpec{
 			Targets:    []api.CleanerTarget{{Name: "d", Reference: api.TargetReference{Kind: api.KindDataObject, Name: "d"}}},
@@ -164,7 +166,7 @@ func TestCleaner_WritesEachFailureInStatusAndKeepsWorking(t *testing.T) {
 			if c.Status.LastEvaluation == nil || c.Status.LastEvaluation.Error == "" || c.Status.NextScheduledEvaluation == nil {
 				t.Fatalf("status %+v: want the failed evaluation and the next one", c.Status)
 			}
-			if st, ok := traceHas(t, r, tc.name, "Failed ("+tc.reason+")"); !ok {
+			if st, ok := traceHas(t, r, tc.name, "Failed ("+string(tc.reason)+")"); !ok {
 				t.Errorf("trace %q does not name the failure", st)
 			}
 		})

@@ -116,7 +116,7 @@ func Decide(ctx context.Context, in Input) Decision {
 		return Decision{Action: ActWait, At: ceilSecond(at), Why: WhyTTL, Phase: api.CleanerWaiting}
 	}
 	retry := Decision{Action: ActRetry, At: ceilSecond(in.Now.Add(period(c))), Why: WhyPeriod, Phase: api.CleanerPending}
-	fail := func(d Decision, reason, msg string) Decision {
+	fail := func(d Decision, reason api.ErrorReason, msg string) Decision {
 		d.Phase = api.CleanerFailed
 		d.LastError = &api.LastError{Reason: reason, Message: msg, Time: in.Now}
 		return d

@@ -52,7 +52,7 @@ func TestDecide_FollowsEachBranchOfTheSeed(t *testing.T) {
 		at       time.Time
 		why      string
 		phase    api.CleanerPhase
-		reason   string
+		reason   api.ErrorReason
 		resolved bool
 		search   string // what status and trace say of a search that found no time
 	}{

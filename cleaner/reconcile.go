@@ -188,7 +188,7 @@ func (c *Controller) writeStatus(key string, obj *api.Object, cl *api.Cleaner, d
 	if !ok {
 		last = obj.Field(api.FieldStatus)
 	}
-	if !bytes.Equal(raw, last) {
+	if controller.StatusChanged(last, json.RawMessage(raw)) {
 		c.statuses.set(key, cl.UID, raw)
 	}
 	return nil

@@ -15,7 +15,7 @@ func TestDeletionError_NamesTheCreatorsRightApartFromOtherRefusals(t *testing.T)
 	for _, tc := range []struct {
 		name string
 		err  error
-		want string
+		want api.ErrorReason
 	}{
 		{"the creator may not", fmt.Errorf("delete Secret/s: %w", api.NewCreatorForbidden(api.KindCleaner, api.Creator{Name: "u"}, "may not delete secrets")), api.CleanerReasonForbidden},
 		{"protected", fmt.Errorf("delete Secret/s: %w", api.NewStatus(api.ReasonForbidden, "protected")), api.ReasonWriteRefused},

@@ -1,7 +1,6 @@
 package cleaner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/controller"
 )
 
 // Statuses are written behind the evaluations.
@@ -129,7 +129,7 @@ func (w *statusWriter) writeNext(ctx context.Context) bool {
 	case !found || obj.UID != p.uid:
 		w.done(key, p) // gone, or another Cleaner now
 		return true
-	case bytes.Equal(obj.Field(api.FieldStatus), p.raw):
+	case !controller.StatusChanged(obj.Field(api.FieldStatus), p.raw):
 		w.done(key, p) // written already
 		return true
 	}

@@ -1,6 +1,9 @@
 package controller
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestWritten_StaleOnlyBeforeTheLastWrite(t *testing.T) {
 	var w Written
@@ -22,5 +25,33 @@ func TestWritten_StaleOnlyBeforeTheLastWrite(t *testing.T) {
 	w.Forget("a")
 	if w.Stale("a", "9") {
 		t.Fatal("stale after Forget")
+	}
+}
+
+func TestWritten_MissingFromTheCacheIsStaleUntilExpiry(t *testing.T) {
+	now := time.Unix(1000, 0)
+	w := Written{now: func() time.Time { return now }}
+	w.Wrote("a", "10")
+	if w.Stale("b", "") || !w.Stale("a", "") {
+		t.Fatal(`Stale(key, "") must say whether a write of key is recorded`)
+	}
+	now = now.Add(WrittenFor)
+	if !w.Stale("a", "9") {
+		t.Fatal("not stale within WrittenFor")
+	}
+	now = now.Add(time.Second)
+	if w.Stale("a", "") || w.Stale("a", "9") {
+		t.Fatal("stale after WrittenFor")
+	}
+}
+
+func TestWritten_ForgetsAWriteOnceTheCacheShowedIt(t *testing.T) {
+	var w Written
+	w.Wrote("a", "10")
+	if w.Stale("a", "10") {
+		t.Fatal("stale at the version written")
+	}
+	if w.Stale("a", "") {
+		t.Fatal("an object deleted after the cache showed the write is not stale")
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/conflict"
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/informer"
 	"cairn.dev/cairn/trace"
@@ -183,7 +184,7 @@ func (k *Controller) claim(ctx context.Context, key string, item *Item) error {
 // work continues the run and finishes it when it has ended.
 func (k *Controller) work(ctx context.Context, key string, item *Item) (controller.Result, error) {
 	if err := k.resolve(ctx, item); errors.Is(err, api.ErrNotFound) {
-		return controller.Result{}, k.finish(ctx, key, item, Failed(ReasonTargetNotFound,
+		return controller.Result{}, k.finish(ctx, key, item, Failed(api.ReasonTargetNotFound,
 			"target %s does not exist in namespace %s", item.Spec.Target, item.Namespace))
 	} else if err != nil {
 		return controller.Result{}, err
@@ -246,7 +247,7 @@ func (k *Controller) abort(ctx context.Context, key string, item *Item) error {
 		if err := k.d.Abort(ctx, item); err != nil {
 			return fmt.Errorf("deployer: abort %s: %w", key, err)
 		}
-		reason, msg := "Aborted", "aborted by the abort operation annotation"
+		reason, msg := api.ReasonAborted, "aborted by the abort operation annotation"
 		if d.Annotations[api.AnnotationAbortTimeout] == "true" {
 			reason = api.ReasonProgressingTimeout
 			msg = "aborted: the deployer did not finish within the progressing timeout"
@@ -327,7 +328,7 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 			msg = out.Error.Message
 		}
 		d.Status.Phase = api.DeployFailed
-		d.Status.LastError = &api.LastError{Reason: ReasonUninstallFailed, Message: msg, Time: k.opts.Now().UTC()}
+		d.Status.LastError = &api.LastError{Reason: api.ReasonUninstallFailed, Message: msg, Time: k.opts.Now().UTC()}
 		if err := k.writeStatus(ctx, key, d); err != nil {
 			return controller.Result{}, err
 		}
@@ -346,7 +347,7 @@ func uninstallStopped(d *api.DeployItem) bool {
 		return false
 	}
 	r := d.Status.LastError.Reason
-	return r == ReasonUninstallFailed || r == api.ReasonAbortingTimeout
+	return r == api.ReasonUninstallFailed || r == api.ReasonAbortingTimeout
 }
 
 // abortUninstall honours an abort during the deletion (asked by hand, or
@@ -364,7 +365,7 @@ func (k *Controller) abortUninstall(ctx context.Context, key string, item *Item)
 	msg := fmt.Sprintf("%s; annotate %s: \"true\" to delete the item without its uninstall, or set the reconcile operation to try it again",
 		why, api.AnnotationDeleteWithoutUninstall)
 	d.Status.Phase = api.DeployFailed
-	d.Status.LastError = &api.LastError{Reason: ReasonUninstallFailed, Message: msg, Time: k.opts.Now().UTC()}
+	d.Status.LastError = &api.LastError{Reason: api.ReasonUninstallFailed, Message: msg, Time: k.opts.Now().UTC()}
 	if err := k.writeStatus(ctx, key, d); err != nil {
 		return err
 	}
@@ -380,45 +381,36 @@ func (k *Controller) abortUninstall(ctx context.Context, key string, item *Item)
 	return nil
 }
 
-// Reasons in a deploy item's lastError set by the library.
-const (
-	// ReasonUninstallFailed: the uninstall failed, or was aborted
-	// (api.ReasonUninstallFailed, which the execution controller reads).
-	ReasonUninstallFailed = api.ReasonUninstallFailed
-	// ReasonTargetNotFound: the item's target does not exist.
-	ReasonTargetNotFound = "TargetNotFound"
-)
-
 // release removes the deployer's finalizer once the uninstall is done (or
-// skipped). A Conflict re-reads the item and tries again, so that a
-// finished uninstall is never run a second time because the item changed
-// meanwhile; then a Deployer that implements Forgetter forgets the item.
+// skipped). A Conflict re-reads the item and tries again (conflict.Modify),
+// so that a finished uninstall is never run a second time because the item
+// changed meanwhile; then a Deployer that implements Forgetter forgets the
+// item.
 func (k *Controller) release(ctx context.Context, key string, item *Item) error {
 	d := item.DeployItem
-	for attempt := 0; ; attempt++ {
-		d.RemoveFinalizer(api.FinalizerDeployer)
-		err := k.update(ctx, key, d)
-		if err == nil || errors.Is(err, api.ErrNotFound) {
-			break
+	get := func(ctx context.Context) (*api.DeployItem, error) {
+		obj, err := k.c.Get(ctx, api.KindDeployItem, d.Namespace, d.Name)
+		if err != nil {
+			return nil, fmt.Errorf("deployer: re-read %s: %w", key, err)
 		}
-		if !errors.Is(err, api.ErrConflict) || attempt >= maxReleaseAttempts {
-			return err
+		fresh, err := controller.Decode[*api.DeployItem](obj)
+		if err != nil {
+			return nil, fmt.Errorf("deployer: %w", err)
 		}
-		obj, gerr := k.c.Get(ctx, api.KindDeployItem, d.Namespace, d.Name)
-		if errors.Is(gerr, api.ErrNotFound) {
-			break
+		return fresh, nil
+	}
+	remove := func(cur *api.DeployItem) (bool, error) {
+		if cur.UID != d.UID {
+			return false, nil // another item now: this one is gone
 		}
-		if gerr != nil {
-			return fmt.Errorf("deployer: re-read %s: %w", key, gerr)
-		}
-		var fresh api.DeployItem
-		if err := obj.Into(&fresh); err != nil {
-			return fmt.Errorf("deployer: decode %s: %w", key, err)
-		}
-		if fresh.UID != d.UID {
-			break
-		}
-		*d = fresh
+		cur.RemoveFinalizer(api.FinalizerDeployer)
+		return true, nil
+	}
+	write := func(ctx context.Context, cur *api.DeployItem) (*api.DeployItem, error) {
+		return cur, k.update(ctx, key, cur)
+	}
+	if _, _, err := conflict.Modify(ctx, d, get, remove, write); err != nil && !errors.Is(err, api.ErrNotFound) {
+		return err
 	}
 	trace.Action(ctx, "removed finalizer %s", api.FinalizerDeployer)
 	if f, ok := k.d.(Forgetter); ok {
@@ -429,9 +421,6 @@ func (k *Controller) release(ctx context.Context, key string, item *Item) error 
 	trace.Exit(ctx, "deleted")
 	return nil
 }
-
-// maxReleaseAttempts bounds the re-reads of release.
-const maxReleaseAttempts = 10
 
 // resolve sets the item's run id and reads its target; a target that
 // does not exist is an error wrapping api.ErrNotFound (Item.Target stays

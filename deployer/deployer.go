@@ -71,7 +71,7 @@ func Succeeded(exports json.RawMessage) Outcome {
 }
 
 // Failed is a finished Outcome with an error.
-func Failed(reason, format string, args ...any) Outcome {
+func Failed(reason api.ErrorReason, format string, args ...any) Outcome {
 	return Outcome{Done: true, Phase: api.DeployFailed, Error: &api.LastError{Reason: reason, Message: fmt.Sprintf(format, args...)}}
 }
 

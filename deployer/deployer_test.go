@@ -206,7 +206,7 @@ func TestDeployer_MissingTargetFailsTheItemNamingIt(t *testing.T) {
 	r.release("x")
 	e.Create(deploytest.Object(api.KindDeployItem, "x", &api.DeployItem{Spec: api.DeployItemSpec{Type: "rec", Target: "cluster-a"}}))
 	d := e.WaitItem("x", "failed", func(d api.DeployItem) bool { return d.Status.Phase == api.DeployFailed })
-	if d.Status.LastError == nil || d.Status.LastError.Reason != deployer.ReasonTargetNotFound || !strings.Contains(d.Status.LastError.Message, "cluster-a") {
+	if d.Status.LastError == nil || d.Status.LastError.Reason != api.ReasonTargetNotFound || !strings.Contains(d.Status.LastError.Message, "cluster-a") {
 		t.Fatalf("lastError %+v: want TargetNotFound naming cluster-a", d.Status.LastError)
 	}
 	if runs, _ := r.counts(); runs != 0 {
@@ -228,8 +228,8 @@ func TestDeployer_AbortDuringTheUninstallFailsTheItemNamingTheWayOut(t *testing.
 		_, asked := d.Annotations[api.AnnotationOperation]
 		return !asked && d.Status.Phase == api.DeployFailed && d.Status.LastError != nil
 	})
-	if e := d.Status.LastError; e.Reason != deployer.ReasonUninstallFailed || !strings.Contains(e.Message, api.AnnotationDeleteWithoutUninstall) {
-		t.Fatalf("lastError %+v: want %s naming %s", e, deployer.ReasonUninstallFailed, api.AnnotationDeleteWithoutUninstall)
+	if e := d.Status.LastError; e.Reason != api.ReasonUninstallFailed || !strings.Contains(e.Message, api.AnnotationDeleteWithoutUninstall) {
+		t.Fatalf("lastError %+v: want %s naming %s", e, api.ReasonUninstallFailed, api.AnnotationDeleteWithoutUninstall)
 	}
 	if _, aborts := r.counts(); aborts != 1 {
 		t.Fatalf("%d aborts, want 1", aborts)

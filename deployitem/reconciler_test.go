@@ -24,7 +24,7 @@ func start(t *testing.T, ts deployitem.Timeouts) *deploytest.Env {
 	)
 }
 
-func failedWith(reason string) func(api.DeployItem) bool {
+func failedWith(reason api.ErrorReason) func(api.DeployItem) bool {
 	return func(d api.DeployItem) bool {
 		return d.Status.Phase == api.DeployFailed && d.Status.LastError != nil && d.Status.LastError.Reason == reason &&
 			d.Status.ObservedGeneration == d.Generation

@@ -86,7 +86,7 @@ func (dec *Decision) requeue(at time.Time) {
 	}
 }
 
-func failedWith(d *api.DeployItem, reason string) bool {
+func failedWith(d *api.DeployItem, reason api.ErrorReason) bool {
 	return d.Status.Phase == api.DeployFailed && d.Status.LastError != nil && d.Status.LastError.Reason == reason
 }
 

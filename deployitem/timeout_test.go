@@ -23,7 +23,7 @@ func ann(kv ...string) opt {
 	}
 }
 
-func phase(p api.DeployPhase, reason string) opt {
+func phase(p api.DeployPhase, reason api.ErrorReason) opt {
 	return func(d *api.DeployItem) {
 		d.Status.Phase = p
 		if reason != "" {
@@ -56,10 +56,10 @@ func TestCheck_TimeoutsAndRequeueTime(t *testing.T) {
 		name    string
 		now     time.Duration // after t0
 		opts    []opt
-		fail    string        // reason; "" none
-		set     []string      // annotation keys set
-		remove  []string      // annotation keys removed
-		requeue time.Duration // after t0; -1 none
+		fail    api.ErrorReason // reason; "" none
+		set     []string        // annotation keys set
+		remove  []string        // annotation keys removed
+		requeue time.Duration   // after t0; -1 none
 		step    string
 	}{
 		{name: "nothing to watch", now: time.Hour, requeue: -1, step: "no cairn.dev/reconcile-time"},
@@ -155,7 +155,7 @@ func TestCheck_TimeoutsAndRequeueTime(t *testing.T) {
 	}
 }
 
-func reason(e *api.LastError) string {
+func reason(e *api.LastError) api.ErrorReason {
 	if e == nil {
 		return ""
 	}

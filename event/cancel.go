@@ -9,13 +9,10 @@ import (
 	"strings"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/conflict"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/registry"
 )
-
-// maxWriteAttempts bounds the read-modify-write retries of one status
-// change that keeps losing races (the observer writes too).
-const maxWriteAttempts = 10
 
 // handleCancel serves POST .../events/{name}/cancel.
 func (s *Service) handleCancel(ctx context.Context, req registry.ActionRequest) (registry.ActionResult, error) {
@@ -56,14 +53,13 @@ func (s *Service) Cancel(ctx context.Context, ns, name string) (*api.Event, erro
 	if u, ok := identity.From(ctx); ok {
 		who = u.Name
 	}
-	for attempt := 1; ; attempt++ {
-		ev, err := s.getEvent(ctx, ns, name)
-		if err != nil {
-			return nil, err
-		}
+	// A Conflict is a stale read (the observer wrote meanwhile) or a
+	// worker that became terminal: read again, and decide again.
+	get := func(ctx context.Context) (*api.Event, error) { return s.getEvent(ctx, ns, name) }
+	cancel := func(ev *api.Event) (bool, error) {
 		next, ok := Cancelled(ev.Status.Worker.Phase)
 		if !ok {
-			return nil, api.NewConflict(api.KindEvent, name, fmt.Sprintf("the worker is already %s: only a PENDING, STARTING or RUNNING event can be canceled", ev.Status.Worker.Phase))
+			return false, api.NewConflict(api.KindEvent, name, fmt.Sprintf("the worker is already %s: only a PENDING, STARTING or RUNNING event can be canceled", ev.Status.Worker.Phase))
 		}
 		now := s.opts.Now().UTC()
 		ev.Status.Worker.Phase, ev.Status.Worker.Reason = next, "canceled by "+who
@@ -74,20 +70,27 @@ func (s *Service) Cancel(ctx context.Context, ns, name string) (*api.Event, erro
 				j.Phase, j.Reason, j.Ended = jp, "its event was canceled", now
 			}
 		}
-		obj, err := api.FromResource(ev)
-		if err != nil {
-			return nil, err
-		}
-		out, err := reg.UpdateStatus(system(ctx), obj)
-		if err == nil {
-			return decodeEvent(out)
-		}
-		// A Conflict is a stale read (the observer wrote meanwhile) or a
-		// worker that became terminal: read again, and decide again.
-		if !errors.Is(err, api.ErrConflict) || attempt == maxWriteAttempts {
-			return nil, err
-		}
+		return true, nil
 	}
+	out, _, err := conflict.Modify(ctx, nil, get, cancel, func(ctx context.Context, ev *api.Event) (*api.Event, error) {
+		return s.writeStatus(ctx, reg, ev)
+	})
+	return out, err
+}
+
+// writeStatus writes ev's status, a compare-and-swap on its
+// resourceVersion, and answers the stored event. Errors: the registry's
+// (Conflict when ev is behind the store).
+func (s *Service) writeStatus(ctx context.Context, reg *registry.Registry, ev *api.Event) (*api.Event, error) {
+	obj, err := api.FromResource(ev)
+	if err != nil {
+		return nil, err
+	}
+	out, err := reg.UpdateStatus(system(ctx), obj)
+	if err != nil {
+		return nil, err
+	}
+	return decodeEvent(out)
 }
 
 // criteria are the required parameters of cancel-many and delete-many.

@@ -15,15 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/conflict"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store"
 )
-
-// maxCreateAttempts bounds the attempts of one event's creation: a
-// generated name that collided, or a project or secret that changed
-// between the snapshot and the commit.
-const maxCreateAttempts = 5
 
 // handleCreate serves POST /namespaces/{ns}/events.
 func (s *Service) handleCreate(ctx context.Context, req registry.ActionRequest) (registry.ActionResult, error) {
@@ -101,27 +97,49 @@ func (s *Service) create(ctx context.Context, ev *api.Event, opts api.WriteOptio
 	}
 	sys := system(ctx)
 	key := ev.Namespace + "/" + ev.Spec.Project
-	for attempt := 1; ; attempt++ {
+	var (
+		out     *api.Object
+		attempt int
+		stop    error
+	)
+	err = conflict.RetryIf(ctx, retriable(ev), func() error {
 		// The snapshot of the last event of this project is reused: the
 		// transaction is guarded on the project and its secrets being at
 		// the snapshot's versions, so a stale one fails it (Conflict), and
 		// the next attempt reads afresh.
+		attempt++
 		sn := s.cachedSnapshot(key)
 		if sn == nil || attempt > 1 {
+			var err error
 			if sn, err = readSnapshot(sys, reg, ev.Namespace, ev.Spec.Project); err != nil {
 				s.dropSnapshot(key)
-				return nil, err
+				stop = err
+				return nil
 			}
 			s.keepSnapshot(key, sn)
 		}
-		out, err := s.createFor(sys, reg, ev, sn, opts)
+		var err error
+		out, err = s.createFor(sys, reg, ev, sn, opts)
 		if errors.Is(err, api.ErrConflict) {
 			s.dropSnapshot(key)
 		}
-		retry := errors.Is(err, api.ErrConflict) || (errors.Is(err, api.ErrAlreadyExists) && ev.Name == "")
-		if err == nil || !retry || attempt == maxCreateAttempts {
-			return out, err
-		}
+		return err
+	})
+	if err == nil {
+		err = stop
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// retriable is what a creation of ev tries again (conflict.RetryIf): a
+// project or secret that changed between the snapshot and the commit
+// (Conflict), or a generated name that collided.
+func retriable(ev *api.Event) func(error) bool {
+	return func(err error) bool {
+		return errors.Is(err, api.ErrConflict) || (errors.Is(err, api.ErrAlreadyExists) && ev.Name == "")
 	}
 }
 

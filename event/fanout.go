@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/conflict"
 	"cairn.dev/cairn/registry"
 )
 
@@ -151,7 +152,21 @@ func readPrepared(ctx context.Context, reg *registry.Registry, ev *api.Event, pr
 // readSnapshot's for a project that changed meanwhile.
 func (s *Service) commitBatch(ctx context.Context, reg *registry.Registry, ev *api.Event, names []string,
 	snaps map[string]*snapshot, opts api.WriteOptions) ([]*api.Object, error) {
-	for attempt := 1; ; attempt++ {
+	var (
+		objs  []*api.Object
+		stale bool // the last attempt met a Conflict: read the snapshots again
+		stop  error
+	)
+	err := conflict.RetryIf(ctx, retriable(ev), func() error {
+		for _, name := range names {
+			var err error
+			if stale {
+				if snaps[name], err = readSnapshot(ctx, reg, ev.Namespace, name); err != nil {
+					stop = projectError(name, err)
+					return nil
+				}
+			}
+		}
 		txn := reg.Txn()
 		for _, name := range names {
 			w, err := prepare(forProject(ev, name), snaps[name])
@@ -159,29 +174,28 @@ func (s *Service) commitBatch(ctx context.Context, reg *registry.Registry, ev *a
 				err = w.addTo(txn, reg)
 			}
 			if err != nil {
-				return nil, projectError(name, err)
+				stop = projectError(name, err)
+				return nil
 			}
 		}
 		res, err := txn.Commit(ctx, opts)
-		if err == nil {
-			objs := make([]*api.Object, len(names))
-			for i := range names {
-				objs[i] = res[2*i].Object // each Event is followed by its records
-			}
-			return objs, nil
+		if err != nil {
+			stale = errors.Is(err, api.ErrConflict)
+			return err
 		}
-		retry := errors.Is(err, api.ErrConflict) || (errors.Is(err, api.ErrAlreadyExists) && ev.Name == "")
-		if !retry || attempt == maxCreateAttempts {
-			return nil, err
+		objs = make([]*api.Object, len(names))
+		for i := range names {
+			objs[i] = res[2*i].Object // each Event is followed by its records
 		}
-		if errors.Is(err, api.ErrConflict) {
-			for _, name := range names {
-				if snaps[name], err = readSnapshot(ctx, reg, ev.Namespace, name); err != nil {
-					return nil, projectError(name, err)
-				}
-			}
-		}
+		return nil
+	})
+	if err == nil {
+		err = stop
 	}
+	if err != nil {
+		return nil, err
+	}
+	return objs, nil
 }
 
 // forProject is a copy of the fan-out's event ev for project.

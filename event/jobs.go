@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/conflict"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/runtime"
@@ -65,34 +66,28 @@ func (s *Service) CreateJob(ctx context.Context, ns, name string, jr JobRequest)
 	if len(errs) > 0 {
 		return nil, api.NewInvalid("Job", jr.Name, errs)
 	}
-	for attempt := 1; ; attempt++ {
-		ev, err := s.getEvent(ctx, ns, name)
-		if err != nil {
-			return nil, err
-		}
+	job := api.JobStatus{Name: jr.Name, Spec: jr.Spec, Phase: api.PhasePending}
+	get := func(ctx context.Context) (*api.Event, error) { return s.getEvent(ctx, ns, name) }
+	add := func(ev *api.Event) (bool, error) {
 		switch ph := ev.Status.Worker.Phase; ph {
 		case api.PhaseStarting, api.PhaseRunning:
 		default:
-			return nil, api.NewConflict(api.KindEvent, name, fmt.Sprintf("the worker is %s: only a running worker creates jobs", ph))
+			return false, api.NewConflict(api.KindEvent, name, fmt.Sprintf("the worker is %s: only a running worker creates jobs", ph))
 		}
 		for _, j := range ev.Status.Jobs {
 			if j.Name == jr.Name {
-				return nil, api.NewStatus(api.ReasonAlreadyExists, "event %s already has a job named %q", name, jr.Name)
+				return false, api.NewStatus(api.ReasonAlreadyExists, "event %s already has a job named %q", name, jr.Name)
 			}
 		}
-		job := api.JobStatus{Name: jr.Name, Spec: jr.Spec, Phase: api.PhasePending}
 		ev.Status.Jobs = append(ev.Status.Jobs, job)
-		obj, err := api.FromResource(ev)
-		if err != nil {
-			return nil, err
-		}
-		if _, err = reg.UpdateStatus(system(ctx), obj); err == nil {
-			return &job, nil
-		}
-		if !errors.Is(err, api.ErrConflict) || attempt == maxWriteAttempts {
-			return nil, err
-		}
+		return true, nil
 	}
+	if _, _, err := conflict.Modify(ctx, nil, get, add, func(ctx context.Context, ev *api.Event) (*api.Event, error) {
+		return s.writeStatus(ctx, reg, ev)
+	}); err != nil {
+		return nil, err
+	}
+	return &job, nil
 }
 
 // handleLogs serves GET .../events/{name}/logs?job=J&follow=true: the

@@ -12,6 +12,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/auth"
 	"cairn.dev/cairn/authz"
+	"cairn.dev/cairn/conflict"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store"
 )
@@ -178,10 +179,6 @@ func (s *Service) handleTokens(ctx context.Context, req registry.ActionRequest) 
 	return registry.ActionResult{Code: http.StatusCreated, Object: tr}, nil
 }
 
-// maxRegisterAttempts bounds the attempts of one registration against
-// others of the same event.
-const maxRegisterAttempts = 5
-
 // RegisterToken registers the token whose hash is tr.Hash for a unit of
 // the event ns/name whose uid is tr.UID: the token then authenticates as
 // the event's worker (TokenUser) while the event exists with that uid and
@@ -205,15 +202,19 @@ func (s *Service) RegisterToken(ctx context.Context, ns, name string, tr api.Eve
 	if err != nil {
 		return err
 	}
-	for attempt := 1; ; attempt++ {
+	var stop error
+	err = conflict.Retry(ctx, func() error {
 		done, err := s.registerOnce(ctx, reg, ns, name, tr)
-		if done || err != nil {
-			return err
-		}
-		if attempt == maxRegisterAttempts {
+		if !done && err == nil {
 			return api.NewStatus(api.ReasonConflict, "the tokens of event %s/%s keep changing; retry", ns, name)
 		}
+		stop = err // answered: not retried, whatever it is
+		return nil
+	})
+	if err == nil {
+		err = stop
 	}
+	return err
 }
 
 // registerOnce is one attempt of RegisterToken: done is false when the

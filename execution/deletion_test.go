@@ -13,7 +13,7 @@ import (
 )
 
 // setItemStatus writes a deploy item's status as its deployer would.
-func setItemStatus(t *testing.T, e *deploytest.Env, name string, phase api.DeployPhase, reason, msg string) {
+func setItemStatus(t *testing.T, e *deploytest.Env, name string, phase api.DeployPhase, reason api.ErrorReason, msg string) {
 	t.Helper()
 	testkit.EventuallyNil(t, deploytest.Wait, "status of "+name+" written", func() error {
 		d, err := client.For[*api.DeployItem](e.C).Get(e.Ctx(), deploytest.NS, name)

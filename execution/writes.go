@@ -169,13 +169,8 @@ func (r *Reconciler) collectExports(ctx context.Context, e *api.Execution, items
 
 // writeStatus writes st as e's status unless it is unchanged.
 func (r *Reconciler) writeStatus(ctx context.Context, key string, e *api.Execution, st api.ExecutionStatus) error {
-	if st.LastError != nil && e.Status.LastError != nil && st.LastError.Reason == e.Status.LastError.Reason &&
-		st.LastError.Message == e.Status.LastError.Message {
-		st.LastError.Time = e.Status.LastError.Time
-	}
-	before, _ := json.Marshal(e.Status)
-	after, _ := json.Marshal(st)
-	if string(before) == string(after) {
+	controller.KeepErrorTime(e.Status.LastError, st.LastError)
+	if !controller.StatusChanged(e.Status, st) {
 		return nil
 	}
 	e.Status = st

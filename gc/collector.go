@@ -33,9 +33,6 @@ type Options struct {
 	ConfirmRetry time.Duration
 }
 
-// maxWriteAttempts bounds the read-modify-write retries on Conflict.
-const maxWriteAttempts = 10
-
 // parallelDeletes bounds the deletions one cascade issues at once.
 const parallelDeletes = 16
 
@@ -43,8 +40,9 @@ const parallelDeletes = 16
 // uids, fed by an informer per kind that keeps the dependency graph
 // current. It acts only through the client: Delete (with a uid
 // precondition) for dependents and orphans, Update (with the
-// resourceVersion compare-and-swap, re-read and retried on Conflict) to
-// drop an owner reference, remove cascade-deletion or report a cycle.
+// resourceVersion compare-and-swap, re-read and retried on Conflict by
+// conflict.Modify) to drop an owner reference, remove cascade-deletion or
+// report a cycle.
 //
 // A write that fails in a way a retry can fix (a Conflict on an object
 // that is still there, a transport error) fails the reconcile, which the

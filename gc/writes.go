@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/conflict"
 	"cairn.dev/cairn/trace"
 )
 
@@ -268,40 +269,24 @@ func (c *Collector) reportCycle(ctx context.Context, n Node, report string) erro
 }
 
 // modify applies change to a copy of n's current version and writes it
-// with the resourceVersion compare-and-swap. It starts from the informer's
-// cached copy and re-reads from the API after a Conflict. change returns
-// false when there is nothing to write. An object gone, or replaced by one
-// with another uid, is left alone.
+// with the resourceVersion compare-and-swap (conflict.Modify: it starts
+// from the informer's cached copy and re-reads from the API after a
+// Conflict). change returns false when there is nothing to write. An
+// object gone, or replaced by one with another uid, is left alone.
 func (c *Collector) modify(ctx context.Context, n Node, action string, change func(*api.Object) bool) error {
-	obj := c.cached(n)
-	for attempt := 0; ; attempt++ {
-		if obj == nil {
-			var err error
-			obj, err = c.w.Get(ctx, n.Kind, n.Namespace, n.Name)
-			if errors.Is(err, api.ErrNotFound) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("gc: %s %s: read: %w", action, n, err)
-			}
-		}
-		if obj.UID != n.UID || !change(obj) {
-			return nil
-		}
-		_, err := c.w.Update(ctx, obj)
-		switch {
-		case err == nil:
-			c.m.action(action)
-			c.log.Debug(action, "object", n.String())
-			return nil
-		case errors.Is(err, api.ErrNotFound):
-			return nil
-		case errors.Is(err, api.ErrConflict) && attempt < maxWriteAttempts:
-			obj = nil
-		default:
-			return fmt.Errorf("gc: %s %s: %w", action, n, err)
-		}
+	get := func(ctx context.Context) (*api.Object, error) { return c.w.Get(ctx, n.Kind, n.Namespace, n.Name) }
+	_, wrote, err := conflict.Modify(ctx, c.cached(n), get,
+		func(o *api.Object) (bool, error) { return o.UID == n.UID && change(o), nil }, c.w.Update)
+	switch {
+	case errors.Is(err, api.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("gc: %s %s: %w", action, n, err)
+	case wrote:
+		c.m.action(action)
+		c.log.Debug(action, "object", n.String())
 	}
+	return nil
 }
 
 // cached returns a private copy of n from its kind's shared informer, or

@@ -26,7 +26,7 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 		msg := "deletion waits: " + strings.Join(users, "; ")
 		err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
 			s.Phase = api.InstallationDeleting
-			s.LastError = r.lastError(s.LastError, ReasonDeletionBlocked, msg)
+			s.LastError = r.lastError(s.LastError, api.ReasonDeletionBlocked, msg)
 		})
 		trace.Exit(ctx, "2. %s", msg)
 		return controller.Result{}, err
@@ -62,7 +62,7 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 		msg := "deletion failed: " + describe(why)
 		err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
 			s.Phase = api.InstallationFailed
-			s.LastError = r.lastError(s.LastError, ReasonDeletionFailed, msg)
+			s.LastError = r.lastError(s.LastError, api.ReasonDeletionFailed, msg)
 		})
 		trace.Exit(ctx, "5. %s (annotate %s: \"true\" to delete without uninstall)", msg, api.AnnotationDeleteWithoutUninstall)
 		return controller.Result{}, err
@@ -81,7 +81,7 @@ func (r *Reconciler) deletion(ctx context.Context, inst *api.Installation) (cont
 			if bad := Unsatisfied(imps); len(bad) > 0 {
 				trace.Exit(ctx, "6. update required (%s) but imports unsatisfied: %s", reason, strings.Join(bad, "; "))
 				return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
-					s.LastError = r.lastError(s.LastError, ReasonPendingDependencies, strings.Join(bad, "; "))
+					s.LastError = r.lastError(s.LastError, api.ReasonPendingDependencies, strings.Join(bad, "; "))
 				})
 			}
 			if _, _, err := r.update(ctx, inst, bp, imps, ""); err != nil {
@@ -125,7 +125,7 @@ func (r *Reconciler) forceDeletion(ctx context.Context, inst *api.Installation) 
 		trace.Exit(ctx, "1.1 deletion failed: %s", msg)
 		return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
 			s.Phase = api.InstallationFailed
-			s.LastError = r.lastError(s.LastError, ReasonDeletionFailed, msg)
+			s.LastError = r.lastError(s.LastError, api.ReasonDeletionFailed, msg)
 		})
 	}
 	gone, err := r.deleteNested(ctx, inst, api.OperationForceReconcile)
@@ -142,7 +142,7 @@ func (r *Reconciler) forceDeletion(ctx context.Context, inst *api.Installation) 
 	trace.Exit(ctx, "1.2 deleting the nested objects (force-reconcile propagated); waiting for them to go")
 	return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
 		s.Phase = api.InstallationDeleting
-		if s.LastError != nil && s.LastError.Reason == ReasonDeletionFailed {
+		if s.LastError != nil && s.LastError.Reason == api.ReasonDeletionFailed {
 			s.LastError = nil
 		}
 	})
@@ -171,7 +171,7 @@ func (r *Reconciler) updateBeforeDeletion(ctx context.Context, inst *api.Install
 	case err == nil:
 		trace.Action(ctx, "1.1 nested objects updated")
 		return nil
-	case errors.As(err, &f) && f.reason == ReasonForbidden:
+	case errors.As(err, &f) && f.reason == api.ReasonCreatorForbidden:
 		trace.Check(ctx, "1.1 cannot update the nested objects as the creator (%s); deleting what exists", f.err)
 		return nil
 	}

@@ -63,7 +63,7 @@ func (r *Reconciler) publish(ctx context.Context, inst *api.Installation, bp sou
 		return "", nil
 	}
 	if bp.err != nil {
-		return "", fail(ReasonBlueprintNotFound, bp.err)
+		return "", fail(api.ReasonBlueprintNotFound, bp.err)
 	}
 	exports, err := r.render(ctx, inst, bp.spec, imps)
 	if err != nil {
@@ -77,7 +77,7 @@ func (r *Reconciler) publish(ctx context.Context, inst *api.Installation, bp sou
 	for _, e := range inst.Spec.Exports.Data {
 		v, ok := exports[e.Name]
 		if !ok {
-			return "", fail(ReasonRenderFailed, fmt.Errorf("export %q is not rendered by the blueprint's exportExecutions", e.Name))
+			return "", fail(api.ReasonRenderFailed, fmt.Errorf("export %q is not rendered by the blueprint's exportExecutions", e.Name))
 		}
 		if err := r.writeExport(ctx, inst, r.caches.data, export{kind: api.KindDataObject, field: "data", ref: e.DataRef,
 			refLabel: api.LabelDataRef, context: context, value: v}); err != nil {
@@ -88,11 +88,11 @@ func (r *Reconciler) publish(ctx context.Context, inst *api.Installation, bp sou
 	for _, e := range inst.Spec.Exports.Targets {
 		v, ok := exports[e.Name]
 		if !ok {
-			return "", fail(ReasonRenderFailed, fmt.Errorf("export %q is not rendered by the blueprint's exportExecutions", e.Name))
+			return "", fail(api.ReasonRenderFailed, fmt.Errorf("export %q is not rendered by the blueprint's exportExecutions", e.Name))
 		}
 		spec, err := TargetSpecOf(e.Name, declaredType(bp.spec, e.Name), v)
 		if err != nil {
-			return "", fail(ReasonRenderFailed, err)
+			return "", fail(api.ReasonRenderFailed, err)
 		}
 		raw, _ := json.Marshal(spec)
 		if err := r.writeExport(ctx, inst, r.caches.targets, export{kind: api.KindTarget, field: "spec", ref: e.Target,
@@ -153,7 +153,7 @@ func (r *Reconciler) render(ctx context.Context, inst *api.Installation, bp *api
 	}
 	exports, err := blueprint.RenderExports(bp, d)
 	if err != nil {
-		return nil, fail(ReasonRenderFailed, err)
+		return nil, fail(api.ReasonRenderFailed, err)
 	}
 	vals := map[string]blueprint.ImportValue{}
 	var declared []api.ParameterDefinition
@@ -164,7 +164,7 @@ func (r *Reconciler) render(ctx context.Context, inst *api.Installation, bp *api
 		}
 	}
 	if err := blueprint.ValidateImports(declared, vals); err != nil {
-		return nil, fail(ReasonRenderFailed, fmt.Errorf("export does not match the blueprint: %w", err))
+		return nil, fail(api.ReasonRenderFailed, fmt.Errorf("export does not match the blueprint: %w", err))
 	}
 	return exports, nil
 }
@@ -222,7 +222,7 @@ func (r *Reconciler) writeExport(ctx context.Context, inst *api.Installation, ca
 		if ref != nil {
 			owner = ref.Kind + " " + ref.Name
 		}
-		return fail(ReasonRenderFailed, fmt.Errorf("export %s: %s %s already exists, owned by %s", x.ref, x.kind, name, owner))
+		return fail(api.ReasonRenderFailed, fmt.Errorf("export %s: %s %s already exists, owned by %s", x.ref, x.kind, name, owner))
 	}
 	if sameValue(cur.Field(x.field), x.value) {
 		return nil

@@ -363,7 +363,7 @@ spec:
 func TestInstallation_BadInputFailsWithLastErrorNamingTheCause(t *testing.T) {
 	for _, tc := range []struct {
 		name, spec string
-		reason     string
+		reason     api.ErrorReason
 		says       []string
 		never      string
 	}{

@@ -6,27 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/trace"
-)
-
-// Reasons in an installation's lastError.
-const (
-	ReasonPendingDependencies = "PendingDependencies"
-	ReasonBlueprintNotFound   = "BlueprintNotFound"
-	ReasonImportInvalid       = "ImportInvalid"
-	ReasonRenderFailed        = "RenderFailed"
-	ReasonNestedFailed        = "NestedFailed"
-	ReasonDeletionBlocked     = "DeletionBlocked"
-	ReasonDeletionFailed      = api.ReasonDeletionFailed
-	// ReasonForbidden: the installation's creator may not do what it
-	// needs (read an import, run the commands its blueprint renders).
-	ReasonForbidden = "Forbidden"
 )
 
 // Reconciler reconciles one installation per call. Build it with New (or
@@ -46,29 +31,28 @@ type Reconciler struct {
 	// that of a nested object through its owner), rather than polling; it
 	// looks again once the expectation has expired (expectFor) only in
 	// case no event comes: an object deleted by someone else meanwhile.
-	mu     sync.Mutex
-	expect map[string]expectation
+	expect controller.Written
 }
 
 // failure is an outcome that makes the installation Failed with a
 // lastError instead of retrying: a bad blueprint, a template error, an
 // import failing its schema. Only a change of an object fixes it.
 type failure struct {
-	reason string
+	reason api.ErrorReason
 	err    error
 }
 
 func (f *failure) Error() string { return f.err.Error() }
 func (f *failure) Unwrap() error { return f.err }
 
-func fail(reason string, err error) error { return &failure{reason: reason, err: err} }
+func fail(reason api.ErrorReason, err error) error { return &failure{reason: reason, err: err} }
 
 // forbidden turns a refusal of what the installation would do for its
 // creator (api.IsCreatorForbidden) into a failure; other errors stay as
 // they are (retried).
 func forbidden(err error) error {
 	if api.IsCreatorForbidden(err) {
-		return fail(ReasonForbidden, err)
+		return fail(api.ReasonCreatorForbidden, err)
 	}
 	return err
 }
@@ -230,7 +214,7 @@ func (r *Reconciler) standard(ctx context.Context, inst *api.Installation) (cont
 		if blockers := Blockers(parent, r.caches.siblings(inst), imps); len(blockers) > 0 {
 			err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
 				s.Phase = api.InstallationPendingDependencies
-				s.LastError = r.lastError(s.LastError, ReasonPendingDependencies, JoinBlockers(blockers, false))
+				s.LastError = r.lastError(s.LastError, api.ReasonPendingDependencies, JoinBlockers(blockers, false))
 			})
 			trace.Exit(ctx, "4.1 PendingDependencies: %s", JoinBlockers(blockers, true))
 			return controller.Result{}, err
@@ -310,7 +294,7 @@ func (r *Reconciler) force(ctx context.Context, inst *api.Installation) (control
 		msg := strings.Join(bad, "; ")
 		err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
 			s.Phase = api.InstallationPendingDependencies
-			s.LastError = r.lastError(s.LastError, ReasonPendingDependencies, msg)
+			s.LastError = r.lastError(s.LastError, api.ReasonPendingDependencies, msg)
 		})
 		trace.Exit(ctx, "1. PendingDependencies: %s", msg)
 		return controller.Result{}, err
@@ -348,7 +332,7 @@ func (r *Reconciler) nestedCheck(ctx context.Context, inst *api.Installation) (c
 		return controller.Result{}, err
 	}
 	if ownFailure(inst) {
-		if inst.Status.LastError.Reason == ReasonBlueprintNotFound {
+		if inst.Status.LastError.Reason == api.ReasonBlueprintNotFound {
 			if bp.err == nil {
 				// The blueprint it missed exists now (created later, or
 				// seen by the cache after the installation): run again.
@@ -387,7 +371,7 @@ func (r *Reconciler) setFinal(ctx context.Context, inst *api.Installation, phase
 		s.Phase = phase
 		switch phase {
 		case api.InstallationFailed:
-			s.LastError = r.lastError(s.LastError, ReasonNestedFailed, describe(why))
+			s.LastError = r.lastError(s.LastError, api.ReasonNestedFailed, describe(why))
 		case api.InstallationSucceeded:
 			s.LastError = nil
 			resetRetries(s)
@@ -459,7 +443,7 @@ func (r *Reconciler) failed(ctx context.Context, inst *api.Installation, err err
 	return r.automatic(ctx, inst, nil)
 }
 
-func (r *Reconciler) lastError(old *api.LastError, reason, msg string) *api.LastError {
+func (r *Reconciler) lastError(old *api.LastError, reason api.ErrorReason, msg string) *api.LastError {
 	if old != nil && old.Reason == reason && old.Message == msg {
 		return old
 	}
@@ -492,7 +476,7 @@ func ownFailure(inst *api.Installation) bool {
 		return false
 	}
 	switch inst.Status.LastError.Reason {
-	case ReasonBlueprintNotFound, ReasonImportInvalid, ReasonRenderFailed, ReasonForbidden:
+	case api.ReasonBlueprintNotFound, api.ReasonImportInvalid, api.ReasonRenderFailed, api.ReasonCreatorForbidden:
 		return true
 	}
 	return false

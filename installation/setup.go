@@ -35,7 +35,7 @@ func Setup(t *manager.Term, opts Options) error {
 	}
 	f := t.Informers
 	r := &Reconciler{c: t.Client, log: t.Logger.With("controller", "installation"), now: opts.Now,
-		expect: map[string]expectation{}, caches: caches{
+		caches: caches{
 			insts: f.For(api.KindInstallation), execs: f.For(api.KindExecution), items: f.For(api.KindDeployItem),
 			data: f.For(api.KindDataObject), targets: f.For(api.KindTarget), blueprints: f.For(api.KindBlueprint),
 		}}

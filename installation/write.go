@@ -9,12 +9,11 @@ import (
 	"maps"
 	"reflect"
 	"sort"
-	"strconv"
-	"time"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/blueprint"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/conflict"
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/trace"
 )
@@ -25,55 +24,21 @@ func expectKey(kind, ns, name string) string { return kind + "/" + ns + "/" + na
 
 // expectWrite records that this controller wrote obj at rv.
 func (r *Reconciler) expectWrite(kind, ns, name, rv string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.expect[expectKey(kind, ns, name)] = expectation{rv: rv, at: time.Now()}
+	r.expect.Wrote(expectKey(kind, ns, name), rv)
 }
 
-// expectation is a version this controller wrote and when. Expectations
-// expire after expectFor: a cache that never shows the version (the
-// object was deleted meanwhile by someone else) does not stall a
-// reconcile for good.
-type expectation struct {
-	rv string
-	at time.Time
-}
-
-// expectFor bounds how long an expectation holds.
-const expectFor = 15 * time.Second
+// expectFor bounds how long an expectation holds (controller.Written).
+const expectFor = controller.WrittenFor
 
 // forget drops the expectation of an object that is gone.
 func (r *Reconciler) forget(kind, ns, name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.expect, expectKey(kind, ns, name))
+	r.expect.Forget(expectKey(kind, ns, name))
 }
 
 // fresh reports whether the cached version rv ("" when the cache has no
-// such object) is at least the version this controller last wrote. The
-// versions are etcd revisions: decimal numbers that only grow.
+// such object) is at least the version this controller last wrote.
 func (r *Reconciler) fresh(kind, ns, name, rv string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	k := expectKey(kind, ns, name)
-	want, ok := r.expect[k]
-	if !ok {
-		return true
-	}
-	if time.Since(want.at) > expectFor {
-		delete(r.expect, k)
-		return true
-	}
-	if rv == "" {
-		return false
-	}
-	a, err1 := strconv.ParseInt(rv, 10, 64)
-	b, err2 := strconv.ParseInt(want.rv, 10, 64)
-	if err1 != nil || err2 != nil || a >= b {
-		delete(r.expect, k)
-		return true
-	}
-	return false
+	return !r.expect.Stale(expectKey(kind, ns, name), rv)
 }
 
 // updateMeta changes inst's metadata (finalizers, annotations) with a
@@ -105,29 +70,26 @@ func (r *Reconciler) updateMeta(ctx context.Context, inst *api.Installation, cha
 	return nil
 }
 
-// conflictRetries bounds the re-reads of a write that met a Conflict.
-const conflictRetries = 3
-
 // writeFresh writes next with write; on a Conflict it re-reads the
 // installation and, while its uid and generation are still those of inst
-// (the ones this reconcile worked on), writes redo(fresh) instead, at most
-// conflictRetries times. Otherwise the error is a Conflict saying it
+// (the ones this reconcile worked on), writes redo(fresh) instead, as
+// conflict.Modify retries. Otherwise the error is a Conflict saying it
 // changed while reconciling.
 func (r *Reconciler) writeFresh(ctx context.Context, inst, next *api.Installation,
 	write func(context.Context, *api.Installation) (*api.Installation, error),
 	redo func(fresh *api.Installation) *api.Installation) (*api.Installation, error) {
-	out, err := write(ctx, next)
-	for attempt := 0; errors.Is(err, api.ErrConflict) && attempt < conflictRetries; attempt++ {
-		var fresh *api.Installation
-		if fresh, err = client.For[*api.Installation](r.c).Get(ctx, inst.Namespace, inst.Name); err != nil {
-			break
+	get := func(ctx context.Context) (*api.Installation, error) {
+		fresh, err := client.For[*api.Installation](r.c).Get(ctx, inst.Namespace, inst.Name)
+		if err != nil {
+			return nil, err
 		}
 		if fresh.UID != inst.UID || fresh.Generation != inst.Generation {
-			err = fmt.Errorf("changed while reconciling: %w", api.ErrConflict)
-			break
+			return nil, fmt.Errorf("changed while reconciling: %w", api.ErrConflict)
 		}
-		out, err = write(ctx, redo(fresh))
+		return redo(fresh), nil
 	}
+	always := func(*api.Installation) (bool, error) { return true, nil }
+	out, _, err := conflict.Modify(ctx, next, get, always, write)
 	return out, err
 }
 
@@ -139,7 +101,7 @@ func (r *Reconciler) setStatus(ctx context.Context, inst *api.Installation, chan
 	var st api.InstallationStatus
 	_ = json.Unmarshal(raw, &st)
 	change(&st)
-	if reflect.DeepEqual(st, inst.Status) {
+	if !controller.StatusChanged(inst.Status, st) {
 		return nil
 	}
 	next.Status = st
@@ -238,16 +200,16 @@ func importValues(imps []Import) (map[string]blueprint.ImportValue, map[string]a
 // its schema is a failure (see fail).
 func (r *Reconciler) update(ctx context.Context, inst *api.Installation, src source, imps []Import, op string) (string, []api.NamedRef, error) {
 	if src.err != nil {
-		return "", nil, fail(ReasonBlueprintNotFound, src.err)
+		return "", nil, fail(api.ReasonBlueprintNotFound, src.err)
 	}
 	bp := src.spec
 	vals, data := importValues(imps)
 	if err := blueprint.ValidateImports(bp.Imports, vals); err != nil {
-		return "", nil, fail(ReasonImportInvalid, err)
+		return "", nil, fail(api.ReasonImportInvalid, err)
 	}
 	items, err := blueprint.RenderDeployItems(bp, blueprint.Data{Imports: data})
 	if err != nil {
-		return "", nil, fail(ReasonRenderFailed, err)
+		return "", nil, fail(api.ReasonRenderFailed, err)
 	}
 	owner := api.OwnerRefTo(inst, true)
 	labels := map[string]string{api.LabelInstallation: inst.Name}
@@ -313,7 +275,7 @@ func (r *Reconciler) applyExecution(ctx context.Context, inst *api.Installation,
 			return "", fmt.Errorf("read execution %s: %w", inst.Name, err)
 		}
 		if !controlledBy(&cur.ObjectMeta, inst) {
-			return "", fail(ReasonRenderFailed, fmt.Errorf("execution %s exists and belongs to someone else", inst.Name))
+			return "", fail(api.ReasonRenderFailed, fmt.Errorf("execution %s exists and belongs to someone else", inst.Name))
 		}
 	}
 	if cur.Deleting() {
@@ -369,7 +331,7 @@ func (r *Reconciler) applySub(ctx context.Context, inst *api.Installation, name 
 		}
 	}
 	if !controlledBy(&cur.ObjectMeta, inst) {
-		return fail(ReasonRenderFailed, fmt.Errorf("subinstallation %s exists and belongs to someone else", name))
+		return fail(api.ReasonRenderFailed, fmt.Errorf("subinstallation %s exists and belongs to someone else", name))
 	}
 	if cur.Deleting() {
 		return fmt.Errorf("subinstallation %s is being deleted; waiting for it to go", name)

@@ -35,6 +35,7 @@ var apiDocs = &docgen.Docs{
 		"DeployPhase":              "DeployPhase is the phase of an Execution or a DeployItem.",
 		"Discovery":                "Discovery is the body of GET /apis/cairn.dev/v1alpha1 asked for with KindListMediaType.",
 		"Duration":                 "Duration is a time.Duration written as a Go duration string (\"90s\", \"360h\") on the wire.",
+		"ErrorReason":              "ErrorReason is the machine-readable cause in a LastError, persisted in the statuses of installations, executions, deploy items and Cleaners. Every value any controller writes is declared here, once; a reader meeting a value it does not know (written by a newer cairn, or by a deployer of its own) treats it as a failure like any other.",
 		"Event":                    "Event is one occurrence for a project, and the state of its worker and jobs.",
 		"EventPhase":               "EventPhase is the phase of an event's worker or of a job.",
 		"EventSpec":                "EventSpec is what happened and how its worker runs.",

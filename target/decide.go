@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/controller"
 )
 
 // Reasons of the Reachable condition.
@@ -141,9 +142,7 @@ func Next(old api.TargetStatus, gen int64, p Probe, now time.Time) (api.TargetSt
 		}
 	}
 	st.Conditions = append(st.Conditions, c)
-	changed := old.ObservedGeneration != st.ObservedGeneration || old.ServerVersion != st.ServerVersion ||
-		prev == nil || *prev != c || len(old.Conditions) != len(st.Conditions)
-	return st, changed
+	return st, controller.StatusChanged(old, st)
 }
 
 func orNone(keys []string) string {

@@ -101,5 +101,5 @@ func lastErrorOf(in *api.Installation) string {
 	if in.Status.LastError == nil {
 		return ""
 	}
-	return in.Status.LastError.Reason + ": " + in.Status.LastError.Message
+	return string(in.Status.LastError.Reason) + ": " + in.Status.LastError.Message
 }

@@ -61,7 +61,7 @@ func line(kind, name, phase string, le *api.LastError, extra string) string {
 		s += "  " + extra
 	}
 	if le != nil && le.Message != "" {
-		s += "  (" + le.Reason + ": " + le.Message + ")"
+		s += "  (" + string(le.Reason) + ": " + le.Message + ")"
 	}
 	return printer.Escape(s)
 }

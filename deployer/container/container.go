@@ -46,15 +46,6 @@ type Config struct {
 	Imports json.RawMessage `json:"imports,omitempty"`
 }
 
-// Reasons in a container item's lastError.
-const (
-	ReasonConfig     = "InvalidConfig"
-	ReasonExit       = "CommandFailed"
-	ReasonStart      = "StartFailed"
-	ReasonLost       = "Lost"
-	ReasonBadExports = "InvalidExports"
-)
-
 // Files in a unit's workspace.
 const (
 	importsFile = "imports.json"
@@ -99,10 +90,10 @@ func deletePrefix(uid string) string { return deployer.RunPrefix(uid) + "delete-
 func (d *Deployer) Reconcile(ctx context.Context, item *deployer.Item) (deployer.Outcome, error) {
 	cfg, err := config(item)
 	if err != nil {
-		return deployer.Failed(ReasonConfig, "%v", err), nil
+		return deployer.Failed(api.ReasonInvalidConfig, "%v", err), nil
 	}
 	if len(cfg.Command) == 0 {
-		return deployer.Failed(ReasonConfig, "spec.config.command is required: the argv to run"), nil
+		return deployer.Failed(api.ReasonInvalidConfig, "spec.config.command is required: the argv to run"), nil
 	}
 	if err := d.stopOthers(ctx, item.UID, item.Run); err != nil {
 		return deployer.Outcome{}, err
@@ -113,11 +104,11 @@ func (d *Deployer) Reconcile(ctx context.Context, item *deployer.Item) (deployer
 		case errors.Is(err, runtime.ErrNotFound):
 			data = nil
 		case errors.Is(err, runtime.ErrInvalid):
-			return deployer.Failed(ReasonBadExports, "the exports file cannot be read: %v", err), nil
+			return deployer.Failed(api.ReasonInvalidExports, "the exports file cannot be read: %v", err), nil
 		case err != nil:
 			return deployer.Outcome{}, fmt.Errorf("container: read exports of %s: %w", item.Run, err)
 		case !json.Valid(data):
-			return deployer.Failed(ReasonBadExports, "the command wrote exports that are not JSON to $CAIRN_EXPORTS"), nil
+			return deployer.Failed(api.ReasonInvalidExports, "the command wrote exports that are not JSON to $CAIRN_EXPORTS"), nil
 		}
 		return deployer.Succeeded(data), nil
 	})
@@ -131,14 +122,14 @@ func (d *Deployer) run(ctx context.Context, item *deployer.Item, id string, argv
 	if errors.Is(err, runtime.ErrNotFound) {
 		spec, serr := unitSpec(item, id, argv, cfg)
 		if serr != nil {
-			return deployer.Failed(ReasonConfig, "%v", serr), nil
+			return deployer.Failed(api.ReasonInvalidConfig, "%v", serr), nil
 		}
 		st, err = d.rt.Start(ctx, spec)
 		if errors.Is(err, runtime.ErrExists) {
 			st, err = d.rt.State(ctx, id)
 		}
 		if errors.Is(err, runtime.ErrInvalid) {
-			return deployer.Failed(ReasonConfig, "%v", err), nil
+			return deployer.Failed(api.ReasonInvalidConfig, "%v", err), nil
 		}
 	}
 	if err != nil {
@@ -154,12 +145,12 @@ func (d *Deployer) run(ctx context.Context, item *deployer.Item, id string, argv
 		if st.ExitCode == 0 {
 			return ok(ctx)
 		}
-		return deployer.Failed(ReasonExit, "%s exited with code %d%s; output ends with: %s", argv[0], st.ExitCode,
+		return deployer.Failed(api.ReasonCommandFailed, "%s exited with code %d%s; output ends with: %s", argv[0], st.ExitCode,
 			reasonSuffix(st.Reason), d.tail(ctx, id)), nil
 	case runtime.PhaseFailed:
-		return deployer.Failed(ReasonStart, "%s could not be started: %s", argv[0], st.Reason), nil
+		return deployer.Failed(api.ReasonStartFailed, "%s could not be started: %s", argv[0], st.Reason), nil
 	default:
-		return deployer.Failed(ReasonLost, "the command's unit %s was lost: %s", id, st.Reason), nil
+		return deployer.Failed(api.ReasonLost, "the command's unit %s was lost: %s", id, st.Reason), nil
 	}
 }
 

@@ -78,7 +78,7 @@ func TestContainer_NonZeroExitFailsWithTheOutputsTail(t *testing.T) {
 	e := start(t)
 	e.Execution("app", []api.DeployItemTemplate{item("db", `echo starting; echo "disk full on /var" >&2; exit 3`, "", nil)})
 	d := e.WaitItem("app-db", "failed", func(d api.DeployItem) bool { return d.Status.Phase == api.DeployFailed })
-	if d.Status.LastError == nil || d.Status.LastError.Reason != container.ReasonExit ||
+	if d.Status.LastError == nil || d.Status.LastError.Reason != api.ReasonCommandFailed ||
 		!strings.Contains(d.Status.LastError.Message, "exited with code 3") || !strings.Contains(d.Status.LastError.Message, "disk full on /var") {
 		t.Fatalf("lastError %+v: want the exit code and the output's tail", d.Status.LastError)
 	}

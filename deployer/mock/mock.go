@@ -30,10 +30,6 @@ type Config struct {
 	Delay  *api.Duration   `json:"delay,omitempty"`
 }
 
-// ReasonMockFailed is the lastError reason of a mock item configured to
-// fail, or with a config that does not decode.
-const ReasonMockFailed = "MockFailed"
-
 // Deployer is the mock deployer. The zero value is ready; Now is its
 // clock (time.Now when nil).
 type Deployer struct {
@@ -45,7 +41,7 @@ func (d Deployer) Reconcile(_ context.Context, item *deployer.Item) (deployer.Ou
 	var cfg Config
 	if len(item.Spec.Config) > 0 {
 		if err := json.Unmarshal(item.Spec.Config, &cfg); err != nil {
-			return deployer.Failed(ReasonMockFailed, "spec.config does not decode as a mock config {phase, export, delay}: %v", err), nil
+			return deployer.Failed(api.ReasonMockFailed, "spec.config does not decode as a mock config {phase, export, delay}: %v", err), nil
 		}
 	}
 	if cfg.Delay != nil && cfg.Delay.Duration > 0 {
@@ -61,9 +57,9 @@ func (d Deployer) Reconcile(_ context.Context, item *deployer.Item) (deployer.Ou
 	case "", api.DeploySucceeded:
 		return deployer.Succeeded(cfg.Export), nil
 	case api.DeployFailed:
-		return deployer.Failed(ReasonMockFailed, "the mock config asks for phase Failed"), nil
+		return deployer.Failed(api.ReasonMockFailed, "the mock config asks for phase Failed"), nil
 	default:
-		return deployer.Failed(ReasonMockFailed, "spec.config.phase %q is neither Succeeded nor Failed", cfg.Phase), nil
+		return deployer.Failed(api.ReasonMockFailed, "spec.config.phase %q is neither Succeeded nor Failed", cfg.Phase), nil
 	}
 }
 
