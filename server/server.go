@@ -198,6 +198,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.servePeerCertificate(sw, r)
 			return
 		}
+		if p == api.BackupPath {
+			s.serveBackup(sw, r)
+			return
+		}
 		if strings.HasPrefix(p, "/openapi/") {
 			s.serveOpenAPI(sw, r)
 			return
