@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 
 	bolt "go.etcd.io/bbolt"
-	"go.etcd.io/etcd/server/v3/etcdserver/cindex"
 	"go.etcd.io/etcd/server/v3/storage/backend"
 	"go.etcd.io/etcd/server/v3/storage/schema"
 	"go.uber.org/zap"
@@ -107,6 +106,12 @@ func Restore(opts RestoreOptions) (Restored, error) {
 	if res.Revision, res.Keys, err = resetMembership(db); err != nil {
 		return res, err
 	}
+	if res.Revision < res.Header.Revision {
+		// An external etcd member that lagged behind: the snapshot misses
+		// writes acknowledged before the backup was asked for.
+		return res, fmt.Errorf("%w: its snapshot is of revision %d, older than the revision %d the server had acknowledged when it was asked for; take the backup again",
+			ErrBackupCorrupt, res.Revision, res.Header.Revision)
+	}
 	if err := os.WriteFile(filepath.Join(tmp, "encryption.key"), key, 0o600); err != nil {
 		return res, fmt.Errorf("daemon: restore: write the encryption key: %w", err)
 	}
@@ -182,7 +187,13 @@ func resetMembership(path string) (rev int64, keys int, err error) {
 	if err := schema.NewMembershipBackend(lg, be).TrimMembershipFromBackend(); err != nil {
 		return 0, 0, fmt.Errorf("daemon: restore: reset the membership: %w", err)
 	}
-	cindex.UpdateConsistentIndexForce(be.BatchTx(), 0, 0)
+	// The applied index of the old cluster goes: the new one applies its
+	// log from index 1 (etcd skips entries at or below the index it reads).
+	tx := be.BatchTx()
+	tx.LockOutsideApply()
+	tx.UnsafeDelete(schema.Meta, schema.MetaConsistentIndexKeyName)
+	tx.UnsafeDelete(schema.Meta, schema.MetaTermKeyName)
+	tx.Unlock()
 	be.ForceCommit()
 	return rev, keys, nil
 }
