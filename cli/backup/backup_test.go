@@ -17,10 +17,10 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/auth"
-	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/daemon"
+	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/internal/testkit"
 )
 
