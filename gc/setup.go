@@ -29,7 +29,8 @@ func Setup(t *manager.Term, opts Options) error {
 // or not it leads (Collector.Watch); each term only runs the collector's
 // workers on it, acting through the term's fenced client
 // (Collector.Lead). A new leader's collector thus acts at once, however
-// large the graph. Fields of opts left unset take the process's logger and
+// large the graph. The graph also answers, in every process, what a
+// deletion would take (manager.Process.SetDependents). Fields of opts left unset take the process's logger and
 // metrics.
 func Standby(p *manager.Process, opts Options) (func(t *manager.Term) error, error) {
 	opts.Informers, opts.Traces = p.Informers, p.Traces
@@ -40,6 +41,7 @@ func Standby(p *manager.Process, opts Options) (func(t *manager.Term) error, err
 		opts.Metrics = p.Metrics
 	}
 	c := New(p.Client, opts)
+	p.SetDependents(c)
 	p.Add("gc-graph", manager.RunnableFunc(c.Watch))
 	return func(t *manager.Term) error {
 		t.Add("gc", manager.RunnableFunc(func(ctx context.Context) error { return c.Lead(ctx, t.Client) }))

@@ -73,6 +73,11 @@ type Options struct {
 	// kept by this process, or the address of the process that keeps them.
 	// Nil answers 503.
 	Traces TraceSource
+	// Dependents serves GET .../{plural}/{name}/dependents from the
+	// garbage collector's graph while this process leads the
+	// controllers; otherwise the request is forwarded to the leader Traces
+	// names. Nil answers 503.
+	Dependents DependentsSource
 	// TLS, when set, makes Serve speak HTTPS with it (pki.ServerConfig);
 	// nil serves plain HTTP.
 	TLS *tls.Config
