@@ -293,7 +293,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		events.Bind(d.registry, nil)
 	}
 	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log,
-		Traces: traceSource{d}, BodyReadTimeout: opts.BodyReadTimeout, StoreTimeout: opts.StoreTimeout, TLS: serveTLS, Peer: peer,
+		Traces: traceSource{d}, Dependents: dependentsSource{d}, BodyReadTimeout: opts.BodyReadTimeout, StoreTimeout: opts.StoreTimeout, TLS: serveTLS, Peer: peer,
 		MaxRequestsInflight: opts.MaxRequestsInflight, MaxWatches: opts.MaxWatches, WriteTimeout: opts.WriteTimeout})
 	if err != nil {
 		return d, err

@@ -40,6 +40,9 @@ type Node struct {
 	// CycleReport is the value of the cycle annotation on the object, ""
 	// when it has none.
 	CycleReport string
+	// Protected: the object carries api.AnnotationDeletionProtection
+	// "true" (only previews read it: the API refuses the deletions).
+	Protected bool
 }
 
 // NodeOf builds the node of an object.
@@ -51,6 +54,7 @@ func NodeOf(o *api.Object) Node {
 		Finalizers:      slices.Clone(o.Finalizers),
 		Owners:          slices.Clone(o.OwnerReferences),
 		CycleReport:     o.Annotations[AnnotationCycle],
+		Protected:       api.Protected(&o.ObjectMeta),
 	}
 }
 

@@ -19,9 +19,12 @@ func Setup(t *manager.Term, opts Options) error {
 // current from its start, through the process's shared informers, whether
 // or not it leads (Collector.Watch); each term only runs the collector's
 // workers on it, acting through the term's fenced client. A new leader's
-// collector thus acts at once, however large the graph.
+// collector thus acts at once, however large the graph. The graph also
+// answers, in every process, what a deletion would take
+// (manager.Process.SetDependents).
 func Standby(p *manager.Process, opts Options) (func(t *manager.Term) error, error) {
 	c := newCollector(p.Client, opts, p.Informers, p.Logger, p.Metrics)
+	p.SetDependents(c)
 	p.Add("gc-graph", manager.RunnableFunc(c.Watch))
 	return c.lead, nil
 }

@@ -177,6 +177,10 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 
 // trace serves GET .../{plural}/{name}/trace.
 func (h *handler) trace(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/"+api.ActionDependents) {
+		h.dependents(w, r) // dependents.go
+		return
+	}
 	segs := strings.Split(strings.TrimPrefix(r.URL.Path, api.BasePath+"/"), "/")
 	var ns, plural, name string
 	switch {

@@ -132,6 +132,7 @@ type Process struct {
 	Traces  *trace.Store
 
 	runnables
+	deps *dependents // the manager's (SetDependents)
 }
 
 // runnables collects named Runnables; safe for concurrent use.
@@ -202,6 +203,7 @@ type Manager struct {
 
 	leader prometheus.Gauge
 	terms  *prometheus.CounterVec
+	deps   dependents // what a deletion would take (dependents.go)
 }
 
 // New checks opts and builds a Manager. Errors: no client, or an election
@@ -263,7 +265,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	factory := informer.NewFactory(m.opts.Client, informer.Options{Logger: m.opts.Logger})
 	defer factory.Shutdown() // last: after every runnable has stopped
 	p := &Process{Client: readOnly{m.opts.Client}, Informers: factory, Logger: m.opts.Logger,
-		Metrics: m.metrics(), Traces: m.opts.Traces}
+		Metrics: m.metrics(), Traces: m.opts.Traces, deps: &m.deps}
 	setups := make([]func(*Term) error, len(m.opts.Controllers))
 	for i, c := range m.opts.Controllers {
 		setups[i] = c.Setup

@@ -77,6 +77,8 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request) {
 		s.serveAction(w, r, rt)
 	case targetTrace:
 		s.serveTrace(w, r, rt)
+	case targetDependents:
+		s.serveDependents(w, r, rt)
 	}
 }
 

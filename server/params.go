@@ -62,7 +62,7 @@ func paramsFor(rt *route, method string) [][]string {
 	switch {
 	case rt.target == targetAction:
 		return [][]string{rt.action.Params}
-	case rt.target == targetTrace:
+	case rt.target == targetTrace || rt.target == targetDependents:
 		return nil
 	case rt.target == targetCollection && method == "GET":
 		return [][]string{listParams, tableParams}

@@ -21,6 +21,7 @@ const (
 	targetStatus                   // .../{plural}/{name}/status
 	targetAction                   // .../{plural}[/{name}]/{action}
 	targetTrace                    // .../{plural}/{name}/trace
+	targetDependents               // .../{plural}/{name}/dependents
 )
 
 // route is a parsed request path.
@@ -71,7 +72,8 @@ func (s *Server) parseRoute(method, escaped string) (*route, error) {
 		}
 		return &route{target: targetDiscovery}, nil
 	}
-	if segs[0] == "namespaces" && len(segs) >= 3 && segs[2] != "status" && segs[2] != traceSubresource {
+	if segs[0] == "namespaces" && len(segs) >= 3 && segs[2] != "status" && segs[2] != traceSubresource &&
+		segs[2] != dependentsSubresource {
 		if k := s.resource(segs[2]); k != nil && k.Namespaced {
 			return s.scopedRoute(method, path, k, segs[1], segs[3:])
 		}
@@ -123,6 +125,8 @@ func (s *Server) scopedRoute(method, path string, k *registry.Kind, ns string, s
 			rt.target = targetStatus
 		case segs[1] == traceSubresource && len(actionMethods(k, segs[1])) == 0:
 			rt.target = targetTrace
+		case segs[1] == dependentsSubresource && len(actionMethods(k, segs[1])) == 0:
+			rt.target = targetDependents
 		default:
 			a := findAction(k, segs[1], method, false)
 			if a == nil {
@@ -154,7 +158,7 @@ func (rt *route) methods() []string {
 		return []string{http.MethodGet, http.MethodPut, http.MethodPatch, http.MethodDelete}
 	case targetStatus:
 		return []string{http.MethodGet, http.MethodPut, http.MethodPatch}
-	case targetTrace:
+	case targetTrace, targetDependents:
 		return []string{http.MethodGet}
 	}
 	return nil
@@ -228,6 +232,8 @@ func (rt *route) resourceLabel() string {
 		return rt.kind.Plural + "/status"
 	case targetTrace:
 		return rt.kind.Plural + "/" + traceSubresource
+	case targetDependents:
+		return rt.kind.Plural + "/" + dependentsSubresource
 	case targetAction:
 		if rt.action.Name == "" {
 			return rt.kind.Plural

@@ -73,6 +73,11 @@ type Options struct {
 	// kept by this process, or the address of the process that keeps them.
 	// Nil answers 503.
 	Traces TraceSource
+	// Dependents serves GET .../{plural}/{name}/dependents from the
+	// garbage collector's graph while this process leads the
+	// controllers; otherwise the request is forwarded to the leader Traces
+	// names. Nil answers 503.
+	Dependents DependentsSource
 	// TLS, when set, makes Serve speak HTTPS with it (pki.ServerConfig);
 	// nil serves plain HTTP.
 	TLS *tls.Config
@@ -196,6 +201,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if p == api.PeerCertificatePath {
 			s.servePeerCertificate(sw, r)
+			return
+		}
+		if p == api.BackupPath {
+			s.serveBackup(sw, r)
 			return
 		}
 		if strings.HasPrefix(p, "/openapi/") {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,8 +48,13 @@ func New(s *session.Session) *cobra.Command {
 			"--wait blocks until they are gone. --force (admins only) drops every finalizer and removes the\n" +
 			"object at once: the escape hatch for a stuck deletion. --cascade chooses what becomes of the\n" +
 			"objects' dependents: foreground (the default: they go first), background (the object goes at\n" +
-			"once, they after) or orphan (they stay, without their reference to it).",
+			"once, they after) or orphan (they stay, without their reference to it). --dry-run shows, from the\n" +
+			"garbage collector's graph, everything the deletion would take (a tree, counts per kind), the\n" +
+			"protected objects that would block it and the dependents it would only detach, and deletes\n" +
+			"nothing; --dry-run=server has the server check the deletion itself (authorization, protection)\n" +
+			"and write nothing, as kubectl's does.",
 		Example: "  cairn delete installation preview-42 --wait\n  cairn delete -f examples/demo.yaml\n" +
+			"  cairn delete installation/preview-42 --dry-run\n" +
 			"  cairn delete secret stuck --force\n  cairn delete installation preview-42 --cascade=orphan --dry-run=server",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return run(cmd.Context(), s, flags, args)
@@ -61,7 +67,9 @@ func New(s *session.Session) *cobra.Command {
 	f.BoolVar(&flags.Force, "force", false, "drop all finalizers and delete at once (admin only)")
 	f.BoolVar(&flags.IgnoreNotFound, "ignore-not-found", false, "treat objects that do not exist as deleted")
 	f.StringVar(&flags.Cascade, "cascade", "foreground", "what becomes of the dependents: foreground, background or orphan")
-	f.StringVar(&flags.DryRun, "dry-run", "none", "server: check the deletion on the server and write nothing; none: delete")
+	f.StringVar(&flags.DryRun, "dry-run", "none", "client (or bare --dry-run): show what the deletion would take, and delete nothing; "+
+		"server: check the deletion on the server and write nothing; none: delete")
+	f.Lookup("dry-run").NoOptDefVal = dryRunClient
 	return cmd
 }
 
@@ -80,11 +88,11 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, args []string
 	if _, ok := propagation[flags.Cascade]; !ok {
 		return fmt.Errorf("--cascade %q: use foreground, background or orphan", flags.Cascade)
 	}
-	if flags.DryRun != "none" && flags.DryRun != "server" {
-		return fmt.Errorf("--dry-run %q: use server or none", flags.DryRun)
+	if flags.DryRun != "none" && flags.DryRun != "server" && flags.DryRun != dryRunClient {
+		return fmt.Errorf("--dry-run %q: use client (what the deletion would take), server or none", flags.DryRun)
 	}
-	if flags.DryRun == "server" && flags.Wait {
-		return fmt.Errorf("--wait and --dry-run=server cannot go together: a dry run deletes nothing to wait for")
+	if flags.DryRun != "none" && flags.Wait {
+		return fmt.Errorf("--wait and --dry-run cannot go together: a dry run deletes nothing to wait for")
 	}
 	var targets []target
 	switch {
@@ -92,6 +100,12 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, args []string
 		return fmt.Errorf("give either KIND NAME... or -f, not both")
 	case len(flags.Filenames) > 0:
 		t, err := fromManifests(ctx, s, flags.Filenames)
+		if err != nil {
+			return err
+		}
+		targets = t
+	case len(args) >= 1 && strings.Contains(args[0], "/"):
+		t, err := fromRefs(ctx, s, args)
 		if err != nil {
 			return err
 		}
@@ -105,9 +119,26 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, args []string
 			targets = append(targets, target{kind: kind, ns: s.NamespaceFor(kind, ""), name: n})
 		}
 	default:
-		return fmt.Errorf("name what to delete: cairn delete KIND NAME... or cairn delete -f FILE")
+		return fmt.Errorf("name what to delete: cairn delete KIND NAME..., cairn delete KIND/NAME... or cairn delete -f FILE")
 	}
 	return deleteTargets(ctx, s, targets, flags)
+}
+
+// fromRefs reads KIND/NAME arguments; every one must be of that form.
+func fromRefs(ctx context.Context, s *session.Session, args []string) ([]target, error) {
+	var out []target
+	for _, a := range args {
+		kindName, name, ok := strings.Cut(a, "/")
+		if !ok || kindName == "" || name == "" || strings.Contains(name, "/") {
+			return nil, fmt.Errorf("%q is not KIND/NAME: give either KIND NAME... or KIND/NAME...", a)
+		}
+		kind, err := s.Kind(ctx, kindName)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, target{kind: kind, ns: s.NamespaceFor(kind, ""), name: name})
+	}
+	return out, nil
 }
 
 // fromManifests reads the objects to delete from manifests; each must name
@@ -152,6 +183,21 @@ func deleteTargets(ctx context.Context, s *session.Session, targets []target, fl
 	)
 	for _, t := range targets {
 		ref := printer.ObjectName(t.kind.Kind, t.name)
+		if flags.DryRun == dryRunClient {
+			d, err := readDependents(ctx, c, t)
+			switch {
+			case errors.Is(err, api.ErrNotFound) && flags.IgnoreNotFound:
+			case errors.Is(err, client.ErrUnreachable) || errors.Is(err, api.ErrUnauthorized):
+				return err
+			case err != nil:
+				errs = append(errs, fmt.Errorf("%s: %w", ref, err))
+			default:
+				if err := writePreview(s.Streams.Out, d); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		_, gone, err := c.Delete(ctx, t.kind.Kind, t.ns, t.name, api.DeleteOptions{Force: flags.Force,
 			PropagationPolicy: propagation[flags.Cascade], DryRun: flags.DryRun == "server"})
 		switch {

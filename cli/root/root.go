@@ -11,6 +11,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/abort"
 	"cairn.dev/cairn/cli/apply"
+	"cairn.dev/cairn/cli/backup"
 	deletecmd "cairn.dev/cairn/cli/delete"
 	"cairn.dev/cairn/cli/describe"
 	"cairn.dev/cairn/cli/event"
@@ -57,7 +58,7 @@ func New(streams IOStreams, extra ...*cobra.Command) *cobra.Command {
 	}
 	pf.StringVarP(&s.Namespace, "namespace", "n", ns, "the namespace of namespaced objects (default $CAIRN_NAMESPACE or default)")
 	for _, c := range []*cobra.Command{apply.New(s), get.New(s), describe.New(s), deletecmd.New(s), wait.New(s), explain.New(s),
-		reconcile.New(s), abort.New(s), event.New(s), logs.New(s), patch.New(s), patch.NewLabel(s), patch.NewAnnotate(s)} {
+		reconcile.New(s), abort.New(s), event.New(s), logs.New(s), patch.New(s), patch.NewLabel(s), patch.NewAnnotate(s), backup.New(s)} {
 		explainErrors(c)
 		cmd.AddCommand(c)
 	}
