@@ -361,7 +361,8 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 	case !out.Done:
 		if d.Status.Phase != api.DeployDeleting || progressed(before, d.Status) {
 			d.Status.Phase = api.DeployDeleting
-			if err := k.writeProgress(ctx, key, item, api.DeployItemStatus{}); err != nil {
+			k.stampError(item)
+			if err := k.writeStatus(ctx, key, d); err != nil {
 				return controller.Result{}, err
 			}
 		}
@@ -574,12 +575,17 @@ func (k *Controller) writeProgress(ctx context.Context, key string, item *Item, 
 	if !progressed(before, item.Status) {
 		return nil
 	}
+	k.stampError(item)
+	return k.writeStatus(ctx, key, item.DeployItem)
+}
+
+// stampError gives the time to a lastError its Deployer set without one.
+func (k *Controller) stampError(item *Item) {
 	if e := item.Status.LastError; e != nil && e.Time.IsZero() {
 		stamped := *e
 		stamped.Time = k.opts.Now().UTC()
 		item.Status.LastError = &stamped
 	}
-	return k.writeStatus(ctx, key, item.DeployItem)
 }
 
 // progressed reports whether a Deployer changed what it may report while
