@@ -47,9 +47,11 @@ type namespaceConfig struct {
 	namespace string
 }
 
-func (n namespaceConfig) RawConfig() (clientcmdapi.Config, error) { return *clientcmdapi.NewConfig(), nil }
-func (n namespaceConfig) ClientConfig() (*rest.Config, error)     { return rest.CopyConfig(n.cfg), nil }
-func (n namespaceConfig) Namespace() (string, bool, error)        { return n.namespace, true, nil }
+func (n namespaceConfig) RawConfig() (clientcmdapi.Config, error) {
+	return *clientcmdapi.NewConfig(), nil
+}
+func (n namespaceConfig) ClientConfig() (*rest.Config, error) { return rest.CopyConfig(n.cfg), nil }
+func (n namespaceConfig) Namespace() (string, bool, error)    { return n.namespace, true, nil }
 func (n namespaceConfig) ConfigAccess() clientcmd.ConfigAccess {
 	return clientcmd.NewDefaultClientConfigLoadingRules()
 }
