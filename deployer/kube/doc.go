@@ -3,7 +3,9 @@
 // managed objects, the connection to a deploy item's cluster, the
 // readiness checks and the exports read from objects.
 //
-// Config (DESIGN.md "Kubernetes"), decoded from a deploy item's config:
+// Config (DESIGN.md "Kubernetes"), decoded from a deploy item's config;
+// the types live in package kube/config (pure, imported by admission
+// too) and are aliased here:
 //   - Readiness {disabled, custom: [CustomCheck]}; ValidateReadiness
 //     refuses a bad one naming the field.
 //   - Export {key, resource: ObjectRef, jsonPath, fromValues};

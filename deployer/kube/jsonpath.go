@@ -5,33 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 
-	"k8s.io/client-go/util/jsonpath"
+	"cairn.dev/cairn/deployer/kube/config"
 )
 
 // ErrPathNotFound: a JSONPath names nothing in the object.
 var ErrPathNotFound = errors.New("kube: JSONPath names nothing")
 
-// parsePath parses a kubectl JSONPath; the braces around it are optional
-// (".status.phase" is "{.status.phase}").
-func parsePath(p string) (*jsonpath.JSONPath, error) {
-	p = strings.TrimSpace(p)
-	if !strings.HasPrefix(p, "{") {
-		p = "{" + p + "}"
-	}
-	jp := jsonpath.New("path")
-	if err := jp.Parse(p); err != nil {
-		return nil, err
-	}
-	return jp, nil
-}
-
 // Lookup returns the value at path in obj (an object as decoded from
 // JSON): a single value, or a list when the path names several. Errors:
 // the path does not parse, or ErrPathNotFound (wrapped, naming the path).
 func Lookup(obj map[string]any, path string) (any, error) {
-	jp, err := parsePath(path)
+	jp, err := config.ParsePath(path)
 	if err != nil {
 		return nil, fmt.Errorf("JSONPath %q does not parse: %w", path, err)
 	}
