@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +40,8 @@ type Options struct {
 	// 100.
 	QPS   float32
 	Burst int
+	// Timeout bounds one request; default 30s.
+	Timeout time.Duration
 }
 
 // Clusters gives deployers the cluster of a deploy item's Target: one
@@ -61,6 +64,9 @@ func NewClusters(c client.Interface, opts Options) *Clusters {
 	}
 	if opts.Burst == 0 {
 		opts.Burst = 100
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 30 * time.Second
 	}
 	return &Clusters{c: c, opts: opts, m: map[string]*Cluster{}}
 }
@@ -129,7 +135,7 @@ func (cs *Clusters) For(ctx context.Context, item *deployer.Item) (*Cluster, err
 // build makes a Cluster on cl.
 func (cs *Clusters) build(cl *target.Client) (*Cluster, error) {
 	cfg := rest.CopyConfig(cl.Config)
-	cfg.QPS, cfg.Burst = cs.opts.QPS, cs.opts.Burst
+	cfg.QPS, cfg.Burst, cfg.Timeout = cs.opts.QPS, cs.opts.Burst, cs.opts.Timeout
 	if cs.opts.WrapTransport != nil {
 		cfg.Wrap(cs.opts.WrapTransport)
 	}

@@ -123,6 +123,15 @@ func (r ManagedResource) Ref() ObjectRef {
 // deployers share (helm adds its release to it).
 type ProviderStatus struct {
 	ManagedResources []ManagedResource `json:"managedResources,omitempty"`
+	// Ready is "ready/total" of ManagedResources (`cairn get`'s OBJECTS
+	// column); SetReady computes it.
+	Ready string `json:"ready,omitempty"`
+}
+
+// SetReady sets Ready from ManagedResources.
+func (s *ProviderStatus) SetReady() {
+	r, t := s.Counts()
+	s.Ready = fmt.Sprintf("%d/%d", r, t)
 }
 
 // Counts returns how many managed objects were ready at the last check,
