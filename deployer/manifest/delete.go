@@ -51,7 +51,7 @@ func (d *Deployer) Delete(ctx context.Context, item *deployer.Item) (deployer.Ou
 // not deleted by policy), deletes the first one still there and waits
 // for it.
 func (d *Deployer) deleteNext(ctx context.Context, item *deployer.Item, cl *kube.Cluster, ps kube.ProviderStatus) (deployer.Outcome, error) {
-	defer func() { setProviderStatus(item, ps) }()
+	defer func() { setProviderStatus(item, &ps) }()
 	for _, r := range DeletionOrder(ps.ManagedResources) {
 		if !r.Policy.Deletes() {
 			trace.Check(ctx, "%s has policy %s: left in the cluster", r.Ref(), r.Policy)

@@ -48,7 +48,7 @@ func (d *Deployer) deploy(ctx context.Context, item *deployer.Item, cl *kube.Clu
 		return deployer.Outcome{}, err
 	}
 	MarkReady(ps.ManagedResources, rep)
-	setProviderStatus(item, ps)
+	setProviderStatus(item, &ps)
 	if bad, ok := rep.NotReady(); ok {
 		if d.expired(item) {
 			return deployer.Failed(ReasonNotReady, "%s is not ready within the progressing timeout: %s", bad.Ref, bad.Message), nil

@@ -156,3 +156,8 @@ func (e *env) makeReady(name string) {
 func cmObject(name, v string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Data: map[string]string{"v": v}}
 }
+
+// getItem reads deploy item name.
+func getItem(e *env, name string) (api.DeployItem, bool) {
+	return deploytest.Get[api.DeployItem](e.Env, api.KindDeployItem, name)
+}

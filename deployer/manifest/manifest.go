@@ -211,8 +211,9 @@ func providerStatus(item *deployer.Item) kube.ProviderStatus {
 	return ps
 }
 
-// setProviderStatus stores ps as the item's status.providerStatus.
-func setProviderStatus(item *deployer.Item, ps kube.ProviderStatus) {
+// setProviderStatus stores ps, with its Ready count set, as the item's
+// status.providerStatus.
+func setProviderStatus(item *deployer.Item, ps *kube.ProviderStatus) {
 	ps.SetReady()
 	raw, err := json.Marshal(ps)
 	if err == nil {
