@@ -42,6 +42,7 @@ func DeployItem() registry.Kind {
 		Validate: func(_ context.Context, _ *registry.Admission, d *api.DeployItem) field.ErrorList {
 			spec := field.NewPath("spec")
 			errs := requireType(spec.Child("type"), d.Spec.Type)
+			errs = append(errs, validateDeployConfig(&d.ObjectMeta, spec.Child("config"), d.Spec.Type, d.Spec.Config)...)
 			return append(errs, positive(spec.Child("timeout"), d.Spec.Timeout)...)
 		},
 		Acts: actsOfDeployItem,
@@ -65,6 +66,7 @@ func validateExecution(e *api.Execution) field.ErrorList {
 		seen[it.Name] = true
 		errs = append(errs, requireType(p.Child("type"), it.Type)...)
 		errs = append(errs, positive(p.Child("timeout"), it.Timeout)...)
+		errs = append(errs, validateDeployConfig(&e.ObjectMeta, p.Child("config"), it.Type, it.Config)...)
 	}
 	for i, it := range e.Spec.DeployItems {
 		for j, dep := range it.DependsOn {
