@@ -35,7 +35,7 @@ func TestManifest_CLIShowsManagedObjectsAndWhichIsNotReady(t *testing.T) {
 	}
 	item, err := api.FromResource(&api.DeployItem{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindDeployItem},
 		ObjectMeta: api.ObjectMeta{Name: "web", Namespace: "demo"},
-		Spec: api.DeployItemSpec{Type: "manifest", Target: "cluster", Config: json.RawMessage(config("", cm("settings", `{}`, "keep"), deployment("web")))}})
+		Spec:       api.DeployItemSpec{Type: "manifest", Target: "cluster", Config: json.RawMessage(config("", cm("settings", `{}`, "keep"), deployment("web")))}})
 	if err != nil {
 		t.Fatal(err)
 	}
