@@ -199,7 +199,7 @@ func (d *Deployer) unreachable(ctx context.Context, item *deployer.Item, st *run
 		msg += " until the progressing timeout at " + dl.UTC().Format(time.RFC3339)
 		// Look again at the deadline, to fail naming the cluster before the
 		// timeout controller aborts the item.
-		wait = max(min(wait, dl.Sub(d.opts.Now())), 0)
+		wait = max(min(wait, dl.Sub(d.opts.Now())), 100*time.Millisecond) // zero would wait for a Notify
 	}
 	trace.Check(ctx, "%s; next attempt in %s", msg, wait)
 	item.Status.LastError = &api.LastError{Reason: ReasonClusterUnreachable, Message: msg}
