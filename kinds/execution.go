@@ -35,7 +35,8 @@ func Execution() registry.Kind {
 func DeployItem() registry.Kind {
 	return registry.Define(registry.Spec[*api.DeployItem]{
 		Kind: api.KindDeployItem, Namespaced: true, ShortNames: []string{"di"}, Fields: []string{"spec", "status"},
-		Columns: []api.Column{{Name: "TYPE", Path: ".spec.type"}, {Name: "PHASE", Path: ".status.phase"}, age},
+		Columns: []api.Column{{Name: "TYPE", Path: ".spec.type"}, {Name: "PHASE", Path: ".status.phase"},
+			{Name: "OBJECTS", Path: ".status.providerStatus.ready"}, age},
 		Precheck: func(obj *api.Object) field.ErrorList {
 			return checkDuration(obj.Field(api.FieldSpec), "timeout", field.NewPath("spec", "timeout"))
 		},

@@ -21,8 +21,9 @@ import (
 // (Reconcile retries one that says the cluster did not answer).
 func (d *Deployer) deploy(ctx context.Context, item *deployer.Item, cl *kube.Cluster, m config.Manifest, objs []config.Object, st *run) (deployer.Outcome, error) {
 	ps := providerStatus(item)
+	var g kube.Getter = cl
 	if !st.applied {
-		applied, out, err := d.applyAll(ctx, item, cl, m, objs)
+		applied, fresh, out, err := d.applyAll(ctx, item, cl, m, objs)
 		if out != nil || err != nil {
 			return deref(out), err
 		}
@@ -37,13 +38,14 @@ func (d *Deployer) deploy(ctx context.Context, item *deployer.Item, cl *kube.Clu
 		}
 		ps.ManagedResources = applied
 		st.applied = true
+		g = fresh // what the applies answered: the first check reads no object again
 	}
 	item.Status.LastError = nil // the cluster answers
 	refs := make([]kube.ObjectRef, len(ps.ManagedResources))
 	for i, r := range ps.ManagedResources {
 		refs[i] = r.Ref()
 	}
-	rep, err := kube.CheckAll(ctx, cl, refs, m.Readiness)
+	rep, err := kube.CheckAll(ctx, g, refs, m.Readiness)
 	if err != nil {
 		return deployer.Outcome{}, err
 	}
@@ -57,7 +59,7 @@ func (d *Deployer) deploy(ctx context.Context, item *deployer.Item, cl *kube.Clu
 		return deployer.InProgress(d.opts.Poll), nil
 	}
 	trace.Check(ctx, "all %d objects ready", len(ps.ManagedResources))
-	exports, err := kube.Exports(ctx, cl, nil, m.Exports)
+	exports, err := kube.Exports(ctx, g, nil, m.Exports)
 	if kube.Unreachable(err) {
 		return deployer.Outcome{}, err
 	}
@@ -71,43 +73,61 @@ func (d *Deployer) deploy(ctx context.Context, item *deployer.Item, cl *kube.Clu
 	return deployer.Succeeded(exports), nil
 }
 
-// applyAll applies objs in order and returns what it manages now, or a
-// Failed outcome naming the entry at fault.
-func (d *Deployer) applyAll(ctx context.Context, item *deployer.Item, cl *kube.Cluster, m config.Manifest, objs []config.Object) ([]kube.ManagedResource, *deployer.Outcome, error) {
+// applyAll applies objs in order and returns what it manages now and a
+// Getter answering with the applied objects first, or a Failed (or
+// waiting) outcome naming the entry at fault.
+func (d *Deployer) applyAll(ctx context.Context, item *deployer.Item, cl *kube.Cluster, m config.Manifest, objs []config.Object) ([]kube.ManagedResource, kube.Getter, *deployer.Outcome, error) {
 	fm := FieldManager(item.Namespace, item.Name)
 	out := make([]kube.ManagedResource, 0, len(objs))
+	fresh := appliedGetter{m: map[kube.ObjectRef]*unstructured.Unstructured{}, g: cl}
 	for i, o := range objs {
 		at := fmt.Sprintf("config.manifests[%d]", i)
-		mr, err := apply(ctx, cl, fm, o, m.Namespace)
+		mr, obj, err := apply(ctx, cl, fm, o, m.Namespace)
 		switch {
 		case err == nil:
 			trace.Action(ctx, "applied %s (%s)", mr.Ref(), mr.Policy)
 			out = append(out, mr)
+			fresh.m[mr.Ref()] = obj
 			continue
 		case kube.Unreachable(err):
-			return nil, nil, err
+			return nil, nil, nil, err
 		case meta.IsNoMatchError(err) && !d.expired(item):
 			// A CRD applied before it may not be established yet.
 			trace.Check(ctx, "%s: the cluster does not know kind %s %s yet: waiting", at, o.Ref.APIVersion, o.Ref.Kind)
 			f := deployer.InProgress(d.opts.Poll)
-			return nil, &f, nil
+			return nil, nil, &f, nil
 		case apierrors.IsConflict(err):
 			f := deployer.Failed(ReasonFieldConflict, "%s %s: another manager owns fields this item sets: %v", at, o.Ref, err)
-			return nil, &f, nil
+			return nil, nil, &f, nil
 		}
 		f := deployer.Failed(ReasonApplyFailed, "%s %s: %v", at, o.Ref, err)
-		return nil, &f, nil
+		return nil, nil, &f, nil
 	}
-	return out, nil, nil
+	return out, fresh, nil, nil
+}
+
+// appliedGetter answers with the objects as their apply returned them,
+// and reads the others through g.
+type appliedGetter struct {
+	m map[kube.ObjectRef]*unstructured.Unstructured
+	g kube.Getter
+}
+
+// Get returns the applied object ref names, or reads it.
+func (a appliedGetter) Get(ctx context.Context, ref kube.ObjectRef) (*unstructured.Unstructured, error) {
+	if o, ok := a.m[ref]; ok {
+		return o, nil
+	}
+	return a.g.Get(ctx, ref)
 }
 
 // apply puts one object into the cluster as its policy says, in
 // namespace def when it is namespaced and names none.
-func apply(ctx context.Context, cl *kube.Cluster, fm string, o config.Object, def string) (kube.ManagedResource, error) {
+func apply(ctx context.Context, cl *kube.Cluster, fm string, o config.Object, def string) (kube.ManagedResource, *unstructured.Unstructured, error) {
 	mr := kube.ManagedResource{APIVersion: o.Ref.APIVersion, Kind: o.Ref.Kind, Name: o.Ref.Name, Policy: o.Policy}
 	mapping, err := cl.Mapping(o.Ref.APIVersion, o.Ref.Kind)
 	if err != nil {
-		return mr, err
+		return mr, nil, err
 	}
 	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(o.Object)}
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
@@ -116,13 +136,13 @@ func apply(ctx context.Context, cl *kube.Cluster, fm string, o config.Object, de
 			mr.Namespace = def
 		}
 		if mr.Namespace == "" {
-			return mr, fmt.Errorf("%s is namespaced: set its metadata.namespace or config.namespace", o.Ref)
+			return mr, nil, fmt.Errorf("%s is namespaced: set its metadata.namespace or config.namespace", o.Ref)
 		}
 	}
 	u.SetNamespace(mr.Namespace)
 	ri, _, err := cl.Resource(mr.Ref())
 	if err != nil {
-		return mr, err
+		return mr, nil, err
 	}
 	var res *unstructured.Unstructured
 	if o.Policy == config.PolicyIgnore {
@@ -134,10 +154,10 @@ func apply(ctx context.Context, cl *kube.Cluster, fm string, o config.Object, de
 		res, err = ri.Apply(ctx, mr.Name, u, metav1.ApplyOptions{FieldManager: fm})
 	}
 	if err != nil {
-		return mr, err
+		return mr, nil, err
 	}
 	mr.UID = string(res.GetUID())
-	return mr, nil
+	return mr, res, nil
 }
 
 // deleteObject deletes the object r records (only the very one: a

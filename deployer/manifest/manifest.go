@@ -197,6 +197,9 @@ func (d *Deployer) unreachable(ctx context.Context, item *deployer.Item, st *run
 	msg := fmt.Sprintf("the cluster of Target %s does not answer (%v): retrying with backoff", item.Spec.Target, err)
 	if dl, ok := d.deadline(item); ok {
 		msg += " until the progressing timeout at " + dl.UTC().Format(time.RFC3339)
+		// Look again at the deadline, to fail naming the cluster before the
+		// timeout controller aborts the item.
+		wait = max(min(wait, dl.Sub(d.opts.Now())), 100*time.Millisecond) // zero would wait for a Notify
 	}
 	trace.Check(ctx, "%s; next attempt in %s", msg, wait)
 	item.Status.LastError = &api.LastError{Reason: ReasonClusterUnreachable, Message: msg}
