@@ -75,7 +75,7 @@ func TestExample_KubernetesHelmAndManifestFeedASibling(t *testing.T) {
 		t.Fatalf("the chart's ConfigMap: %v %v, want the installation's message", cm, err)
 	}
 	out := run("get", "deployitems", "-n", "kube-demo")
-	if !strings.Contains(out, "helm") || !strings.Contains(out, "Succeeded") {
+	if !strings.Contains(out, "OBJECTS") || !regexp.MustCompile(`helm\s+Succeeded\s+2/2`).MatchString(out) {
 		t.Fatalf("get deployitems:\n%s", out)
 	}
 

@@ -366,6 +366,9 @@ func (d *Deployer) secrets(item *deployer.Item) SecretReader {
 func setStatus(item *deployer.Item, s *session, rel *release.Release, objs []dkube.ManagedResource) {
 	ps := ProviderStatus{Release: statusOf(rel)}
 	ps.ManagedResources = objs
+	if objs != nil {
+		ps.SetReady() // `cairn get deployitems` shows it
+	}
 	if raw, err := json.Marshal(ps); err == nil {
 		item.Status.ProviderStatus = raw
 	}
