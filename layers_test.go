@@ -35,7 +35,7 @@ var allowed = map[string][]string{
 	"registry":                     {"api", "authz", "identity", "store", "registry/internal/watchcache", "registry/internal/usage", "internal/privfile", "openapi"},
 	"registry/internal/watchcache": {"api", "store"},
 	"registry/internal/usage":      {"store"},
-	"kinds":                        {"api", "authz", "identity", "registry", "cleaner/condition", "blueprint"},
+	"kinds":                        {"api", "authz", "identity", "registry", "cleaner/condition", "blueprint", "deployer/kube/config"},
 	"auth":                         {"api", "identity", "store", "internal/privfile"},
 	"authz":                        {"api", "identity"},
 	"server":                       {"api", "auth", "authz", "column", "identity", "pki", "registry", "kinds", "store", "server", "trace"},
@@ -66,7 +66,9 @@ var allowed = map[string][]string{
 	// The target controller: the reachability of kubernetes-cluster
 	// Targets, and the cache of their clients deployers take.
 	"target":   {"api", "client", "controller", "informer", "manager", "trace"},
-	"deployer": {"api", "conflict", "client", "controller", "informer", "manager", "trace", "runtime", "deployer"},
+	"deployer": {"api", "conflict", "client", "controller", "informer", "manager", "trace", "runtime", "deployer", "deployer/kube/config", "target"},
+	// deployer/kube/config: the Kubernetes deploy item configs, pure, shared with admission.
+	"deployer/kube/config": {},
 	// The installation controller and the blueprint rendering it (and
 	// admission) uses: pure functions over the wire types.
 	"installation": {"api", "conflict", "blueprint", "client", "controller", "informer", "manager", "trace"},

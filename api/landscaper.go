@@ -467,6 +467,10 @@ type DeployItemStatus struct {
 	LastError         *LastError `json:"lastError,omitempty"`
 	// ExportRef names the DataObject holding the item's exports.
 	ExportRef string `json:"exportRef,omitempty"`
+	// ProviderStatus is what the deployer of the item's type records of
+	// its work (for the manifest and helm deployers: the objects they
+	// manage); its shape is the type's.
+	ProviderStatus json.RawMessage `json:"providerStatus,omitempty"`
 }
 
 // WriteRefused reports whether err is the API refusing a write for a

@@ -63,6 +63,31 @@ const (
 	ReasonMockFailed = ErrorReason("MockFailed")
 )
 
+// Reasons in a deploy item's lastError set by the Kubernetes deployers
+// (manifest, helm) besides the library's.
+const (
+	// ReasonInvalidTarget: the item's target is not a usable
+	// kubernetes-cluster Target (its Secret or key is missing, its
+	// kubeconfig is refused).
+	ReasonInvalidTarget = ErrorReason("InvalidTarget")
+	// ReasonClusterUnreachable: the target cluster does not answer; the
+	// item is retried with backoff within its timeout.
+	ReasonClusterUnreachable = ErrorReason("ClusterUnreachable")
+	// ReasonChartUnavailable: a helm item's chart cannot be found (an
+	// unknown version: the message lists the repository's).
+	ReasonChartUnavailable = ErrorReason("ChartUnavailable")
+	// ReasonChartFetchFailed: a helm item's chart could not be
+	// downloaded (retried).
+	ReasonChartFetchFailed = ErrorReason("ChartFetchFailed")
+	// ReasonInstallFailed, ReasonUpgradeFailed: Helm's install or
+	// upgrade failed; the release stays for inspection.
+	ReasonInstallFailed = ErrorReason("InstallFailed")
+	ReasonUpgradeFailed = ErrorReason("UpgradeFailed")
+	// ReasonReleasePending: the release is in a pending state another
+	// Helm client left.
+	ReasonReleasePending = ErrorReason("ReleasePending")
+)
+
 // Reasons in an execution's lastError (and read by the installation
 // controller, which reports an execution's deletion failure as its own).
 const (

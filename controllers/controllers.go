@@ -14,6 +14,8 @@ import (
 
 	"cairn.dev/cairn/cleaner"
 	"cairn.dev/cairn/deployer/container"
+	"cairn.dev/cairn/deployer/helm"
+	"cairn.dev/cairn/deployer/manifest"
 	"cairn.dev/cairn/deployer/mock"
 	"cairn.dev/cairn/deployitem"
 	"cairn.dev/cairn/execution"
@@ -76,6 +78,10 @@ func List(cfg Config) []manager.Controller {
 		}},
 		{Name: "deployer-mock", Setup: mock.Setup},
 		{Name: "deployer-container", Setup: container.Setup},
+		{Name: "deployer-manifest", Setup: func(t *manager.Term) error {
+			return manifest.Setup(t, manifest.Options{ProgressingTimeout: cfg.DeployItemTimeouts.Progressing})
+		}},
+		{Name: "deployer-helm", Setup: helm.Setup},
 		{Name: "target", Setup: func(t *manager.Term) error { return target.Setup(t, target.Options{}) }},
 		{Name: "cleaner", Setup: func(t *manager.Term) error { return cleaner.Setup(t, cleaner.Options{}) }},
 		{Name: "events", Setup: func(t *manager.Term) error {

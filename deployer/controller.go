@@ -1,6 +1,7 @@
 package deployer
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -194,12 +195,16 @@ func (k *Controller) work(ctx context.Context, key string, item *Item) (controll
 	if err := k.claim(ctx, key, item); err != nil {
 		return controller.Result{}, err
 	}
+	before := item.Status
 	out, err := k.d.Reconcile(ctx, item)
 	if err != nil {
 		trace.Exit(ctx, "the %s deployer failed to act: %v", k.opts.Type, err)
 		return controller.Result{}, err
 	}
 	if !out.Done {
+		if err := k.writeProgress(ctx, key, item, before); err != nil {
+			return controller.Result{}, err
+		}
 		trace.Exit(ctx, "Progressing: run %s goes on", item.Run)
 		return controller.Result{RequeueAfter: out.RequeueAfter}, nil
 	}
@@ -308,14 +313,16 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 		trace.Action(ctx, "retrying the uninstall, as the reconcile operation asks")
 		return controller.Result{}, nil
 	}
+	before := d.Status
 	out, err := k.d.Delete(ctx, item)
 	if err != nil {
 		return controller.Result{}, err
 	}
 	switch {
 	case !out.Done:
-		if d.Status.Phase != api.DeployDeleting {
+		if d.Status.Phase != api.DeployDeleting || progressed(before, d.Status) {
 			d.Status.Phase = api.DeployDeleting
+			k.stampError(item)
 			if err := k.writeStatus(ctx, key, d); err != nil {
 				return controller.Result{}, err
 			}
@@ -508,6 +515,36 @@ func (k *Controller) writeStatus(ctx context.Context, key string, d *api.DeployI
 	d.ResourceVersion = out.ResourceVersion
 	k.written.Wrote(key, out.ResourceVersion)
 	return nil
+}
+
+// writeProgress writes the item's status when its Deployer changed
+// status.providerStatus or status.lastError (from before) in an
+// unfinished run, so that progress shows before the final write.
+func (k *Controller) writeProgress(ctx context.Context, key string, item *Item, before api.DeployItemStatus) error {
+	if !progressed(before, item.Status) {
+		return nil
+	}
+	k.stampError(item)
+	return k.writeStatus(ctx, key, item.DeployItem)
+}
+
+// stampError gives the time to a lastError its Deployer set without one.
+func (k *Controller) stampError(item *Item) {
+	if e := item.Status.LastError; e != nil && e.Time.IsZero() {
+		stamped := *e
+		stamped.Time = k.opts.Now().UTC()
+		item.Status.LastError = &stamped
+	}
+}
+
+// progressed reports whether a Deployer changed what it may report while
+// unfinished: status.providerStatus or status.lastError.
+func progressed(before, after api.DeployItemStatus) bool {
+	if !bytes.Equal(before.ProviderStatus, after.ProviderStatus) {
+		return true
+	}
+	a, b := before.LastError, after.LastError
+	return (a == nil) != (b == nil) || a != nil && (a.Reason != b.Reason || a.Message != b.Message)
 }
 
 func (k *Controller) update(ctx context.Context, key string, d *api.DeployItem) error {

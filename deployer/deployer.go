@@ -35,7 +35,11 @@ import (
 
 // Item is a deploy item as a Deployer sees it.
 type Item struct {
-	// DeployItem is a private copy: a Deployer may read it freely.
+	// DeployItem is a private copy: a Deployer may read it freely. It may
+	// set Status.ProviderStatus (its record of the work), and, while the
+	// work goes on, Status.LastError (why it waits, say); the library
+	// writes them with its next status write, or at once when an
+	// unfinished Reconcile or Delete changed them.
 	*api.DeployItem
 	// Target is the item's target, nil when it names none.
 	Target *api.Target

@@ -35,13 +35,15 @@ func Execution() registry.Kind {
 func DeployItem() registry.Kind {
 	return registry.Define(registry.Spec[*api.DeployItem]{
 		Kind: api.KindDeployItem, Namespaced: true, ShortNames: []string{"di"}, Fields: []string{"spec", "status"},
-		Columns: []api.Column{{Name: "TYPE", Path: ".spec.type"}, {Name: "PHASE", Path: ".status.phase"}, age},
+		Columns: []api.Column{{Name: "TYPE", Path: ".spec.type"}, {Name: "PHASE", Path: ".status.phase"},
+			{Name: "OBJECTS", Path: ".status.providerStatus.ready"}, age},
 		Precheck: func(obj *api.Object) field.ErrorList {
 			return checkDuration(obj.Field(api.FieldSpec), "timeout", field.NewPath("spec", "timeout"))
 		},
 		Validate: func(_ context.Context, _ *registry.Admission, d *api.DeployItem) field.ErrorList {
 			spec := field.NewPath("spec")
 			errs := requireType(spec.Child("type"), d.Spec.Type)
+			errs = append(errs, validateDeployConfig(&d.ObjectMeta, spec.Child("config"), d.Spec.Type, d.Spec.Config)...)
 			return append(errs, positive(spec.Child("timeout"), d.Spec.Timeout)...)
 		},
 		Acts: actsOfDeployItem,
@@ -65,6 +67,7 @@ func validateExecution(e *api.Execution) field.ErrorList {
 		seen[it.Name] = true
 		errs = append(errs, requireType(p.Child("type"), it.Type)...)
 		errs = append(errs, positive(p.Child("timeout"), it.Timeout)...)
+		errs = append(errs, validateDeployConfig(&e.ObjectMeta, p.Child("config"), it.Type, it.Config)...)
 	}
 	for i, it := range e.Spec.DeployItems {
 		for j, dep := range it.DependsOn {

@@ -157,6 +157,7 @@ var apiDocs = &docgen.Docs{
 		"DeleteOptions.PropagationPolicy":        "PropagationPolicy is what becomes of the object's dependents: one of the Propagation constants; \"\" is PropagationForeground. It only matters for a live object: deleting an object already marked changes nothing.",
 		"DeployItemStatus.ExportRef":             "ExportRef names the DataObject holding the item's exports.",
 		"DeployItemStatus.LastReconcileTime":     "LastReconcileTime is when a deployer last picked the item up: the base of the progressing timeout.",
+		"DeployItemStatus.ProviderStatus":        "ProviderStatus is what the deployer of the item's type records of its work (for the manifest and helm deployers: the objects they manage); its shape is the type's.",
 		"DeployItemTemplate.DependsOn":           "DependsOn names deploy items of the same execution that must succeed first.",
 		"EventSpec.Worker":                       "Worker is copied from the project's template at creation.",
 		"EventStatus.JobPhases":                  "JobPhases sums the jobs up for tables (\"build:SUCCEEDED,test:RUNNING\"); the registry keeps it in step with Jobs.",

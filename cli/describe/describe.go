@@ -82,6 +82,9 @@ func Write(w io.Writer, kind api.KindInfo, obj *api.Object, now time.Time) error
 		owners = append(owners, s+")")
 	}
 	list(&b, "Owners", owners)
+	if objs := printer.ManagedObjects(obj.Field(api.FieldStatus)); len(objs) > 0 && !slices.Contains(kind.Sensitive, api.FieldStatus) {
+		list(&b, "Managed Objects", objs)
+	}
 
 	for _, f := range fieldOrder(obj) {
 		title := strings.ToUpper(f[:1]) + f[1:]

@@ -280,6 +280,11 @@ func writeObject(b *strings.Builder, kind api.KindInfo, ref api.ObjectReference,
 	if st.Message != "" {
 		fmt.Fprintf(b, "  message: %s\n", printer.Escape(st.Message))
 	}
+	if !slices.Contains(kind.Sensitive, api.FieldStatus) {
+		for _, m := range printer.ManagedObjects(obj.Field(api.FieldStatus)) {
+			b.WriteString("  managed " + printer.Escape(m) + "\n")
+		}
+	}
 	for _, c := range st.Conditions {
 		s := fmt.Sprintf("  condition %s=%s", c.Type, c.Status)
 		if c.Reason != "" {
