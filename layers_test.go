@@ -115,7 +115,7 @@ var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest"
 var testOnly = append(slices.Clone(testSupport),
 	"api", "kinds", "registry", "server", "store", "daemon", "leader", "client", "client/local", "informer",
 	"controller", "gc", "cleaner", "cleaner/condition", "identity", "auth", "authz", "trace", "lease", "manager", "controllers", "runtime",
-	"execution", "deployitem", "deployer", "internal/gopace", "target", "column")
+	"execution", "installation", "deployitem", "deployer", "internal/gopace", "target", "column")
 
 // storeSide lists the only packages that may link the store, by importing
 // registry, store or server. Every other package — the client, informer,
