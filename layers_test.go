@@ -38,7 +38,10 @@ var allowed = map[string][]string{
 	"kinds":                        {"api", "authz", "identity", "registry", "cleaner/condition", "blueprint"},
 	"auth":                         {"api", "identity", "store", "internal/privfile"},
 	"authz":                        {"api", "identity"},
-	"server":                       {"api", "auth", "authz", "column", "identity", "pki", "registry", "kinds", "store", "server", "trace"},
+	"server":                       {"api", "auth", "authz", "column", "console", "identity", "pki", "registry", "kinds", "store", "server", "trace"},
+	// The web console's embedded assets: a client of the public API, in
+	// the browser; the Go side only serves files.
+	"console": {},
 	// A kind's printer columns rendered: cairn get's cells and the
 	// server's Tables.
 	"column":       {"api"},
