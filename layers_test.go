@@ -105,12 +105,14 @@ var allowed = map[string][]string{
 	// A real Kubernetes API (etcd, kube-apiserver, kube-controller-manager
 	// processes) for the tests of what deploys to Kubernetes.
 	"internal/kubetest": {},
+	// A real headless chromium for the console's tests.
+	"internal/browsertest": {},
 }
 
 // testSupport entries help tests: only tests (and other test support) may
 // import them.
 var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest", "internal/testkit", "internal/deploytest", "internal/failovertest",
-	"internal/kubetest"}
+	"internal/kubetest", "internal/browsertest"}
 
 // testOnly may additionally be imported by tests.
 var testOnly = append(slices.Clone(testSupport),

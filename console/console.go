@@ -36,7 +36,9 @@ var assets embed.FS
 
 // Serves reports whether the console answers path p: /ui and everything
 // under /ui/.
-func Serves(p string) bool { return p == strings.TrimSuffix(Prefix, "/") || strings.HasPrefix(p, Prefix) }
+func Serves(p string) bool {
+	return p == strings.TrimSuffix(Prefix, "/") || strings.HasPrefix(p, Prefix)
+}
 
 // Handler returns the handler of every path Serves reports. GET and HEAD
 // only (405 otherwise); /ui redirects to /ui/; an asset is served with its
