@@ -204,7 +204,7 @@ func TestConsole_ObjectDeletedWhileViewedSaysItIsGone(t *testing.T) {
 	tab := f.tab(t)
 	open(t, tab, "/ui/namespaces/"+ns+"/dataobjects/config")
 	waitText(t, tab, "#yaml", "name: config")
-	if r := clitest.Run(t, f.d.ClientConfig(), "delete", "dataobject/config", "-n", ns); r.Error != nil {
+	if r := clitest.Run(t, f.d.ClientConfig(), "delete", "dataobject", "config", "-n", ns); r.Error != nil {
 		t.Fatalf("delete: %v %s", r.Error, r.Err)
 	}
 	waitText(t, tab, "#gone", "This object is gone")

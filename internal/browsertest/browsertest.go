@@ -90,7 +90,7 @@ func ScreenshotDir(t testing.TB) string {
 // Screenshot writes a PNG of the whole page of tab ctx to dir/name.png.
 func Screenshot(t testing.TB, ctx context.Context, dir, name string) {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Errorf("browsertest: screenshot %s: %v", name, err)
 		return
