@@ -6,6 +6,9 @@
 // revision was compacted) lists again.
 import * as api from './api.js';
 
+// The first page is small, to show something at once; the others are
+// larger, to read the rest in few requests.
+const firstPage = 200;
 const pageSize = 500;
 const maxBackoff = 5000;
 
@@ -117,7 +120,7 @@ export class LiveList {
   }
 
   async listFirst(signal) {
-    const page = await api.list(this.plural, this.ns, { ...this.opts, limit: pageSize, signal });
+    const page = await api.list(this.plural, this.ns, { ...this.opts, limit: firstPage, signal });
     for (const o of page.items || []) this.put(o, true);
     this.rv = page.metadata.resourceVersion;
     this.changed();
