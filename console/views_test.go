@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/clitest"
@@ -208,4 +209,50 @@ func TestConsole_ObjectDeletedWhileViewedSaysItIsGone(t *testing.T) {
 		t.Fatalf("delete: %v %s", r.Error, r.Err)
 	}
 	waitText(t, tab, "#gone", "This object is gone")
+}
+
+// TestConsole_OverviewCleanersAndListsOpenAndTheKeyboardMovesThroughRows
+// opens the Overview, the Cleaners view and a list: each shows the
+// namespace's objects; in the list, ↓ focuses the first row, ↓ again the
+// second, and Enter opens that object's page.
+func TestConsole_OverviewCleanersAndListsOpenAndTheKeyboardMovesThroughRows(t *testing.T) {
+	f := setup(t)
+	ns := f.namespace(t, "views")
+	f.apply(t, `
+kind: DataObject
+metadata: {name: alpha, namespace: `+ns+`}
+data: {a: 1}
+---
+kind: DataObject
+metadata: {name: beta, namespace: `+ns+`}
+data: {b: 2}
+---
+kind: Cleaner
+metadata: {name: tidy, namespace: `+ns+`}
+spec:
+  ttl: 1h
+  targets: [{name: alpha, reference: {kind: DataObject, name: alpha}, delete: true}]
+  conditions: ["alpha != null"]
+`)
+	tab := f.tab(t)
+	open(t, tab, "/ui/?ns="+ns)
+	waitText(t, tab, "table.overview", ns, "cleaners")
+	open(t, tab, "/ui/cleaners?ns="+ns)
+	waitText(t, tab, "table.cleaners", "tidy", "left", "alpha: DataObject alpha (deleted)")
+	f.shot(t, tab, "cleaners")
+	open(t, tab, "/ui/list/dataobjects?ns="+ns)
+	waitText(t, tab, ".vlist", "alpha", "beta")
+	run(t, tab, chromedp.Focus(chromedp.CSS(".vlist")), chromedp.KeyEvent(kb.ArrowDown), chromedp.KeyEvent(kb.ArrowDown))
+	if got, _ := eval[string](tab, "document.activeElement.textContent"); !strings.Contains(got, "beta") {
+		t.Fatalf("after ↓↓ the focus is on %q, want beta's row", got)
+	}
+	run(t, tab, chromedp.KeyEvent(kb.Enter))
+	testkit.EventuallyNil(t, 10*time.Second, "Enter to open beta's page", func() error {
+		p, err := eval[string](tab, "location.pathname")
+		if err != nil || p != "/ui/namespaces/"+ns+"/dataobjects/beta" {
+			return fmt.Errorf("at %q (%v)", p, err)
+		}
+		return nil
+	})
+	waitText(t, tab, "#yaml", "name: beta")
 }
