@@ -39,9 +39,10 @@ function ownerTree(list) {
     n.ref.controller ? h('span', { class: 'help' }, ' controller') : null, ownerTree(n.up))));
 }
 
-// dependents reads what o owns, transitively: from the server's
-// dependents endpoint when it has one, otherwise by reading the
-// namespace's objects and following their ownerReferences.
+// dependents reads what o owns, transitively, by reading the namespace's
+// objects of the kinds that have owners and following their
+// ownerReferences. (The server's GET .../dependents, from the GC's graph,
+// can replace this once it is served.)
 async function dependents(o) {
   const ns = o.metadata.namespace;
   const byOwner = new Map();
