@@ -38,7 +38,10 @@ var allowed = map[string][]string{
 	"kinds":                        {"api", "authz", "identity", "registry", "cleaner/condition", "blueprint", "deployer/kube/config"},
 	"auth":                         {"api", "identity", "store", "internal/privfile"},
 	"authz":                        {"api", "identity"},
-	"server":                       {"api", "auth", "authz", "column", "identity", "pki", "registry", "kinds", "store", "server", "trace"},
+	"server":                       {"api", "auth", "authz", "column", "console", "identity", "pki", "registry", "kinds", "store", "server", "trace"},
+	// The web console's embedded assets: a client of the public API, in
+	// the browser; the Go side only serves files.
+	"console": {},
 	// A kind's printer columns rendered: cairn get's cells and the
 	// server's Tables.
 	"column":       {"api"},
@@ -104,12 +107,14 @@ var allowed = map[string][]string{
 	// A real Kubernetes API (etcd, kube-apiserver, kube-controller-manager
 	// processes) for the tests of what deploys to Kubernetes.
 	"internal/kubetest": {},
+	// A real headless chromium for the console's tests.
+	"internal/browsertest": {},
 }
 
 // testSupport entries help tests: only tests (and other test support) may
 // import them.
 var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest", "internal/testkit", "internal/deploytest", "internal/failovertest",
-	"internal/kubetest"}
+	"internal/kubetest", "internal/browsertest"}
 
 // testOnly may additionally be imported by tests.
 var testOnly = append(slices.Clone(testSupport),

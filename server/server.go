@@ -27,6 +27,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/auth"
 	"cairn.dev/cairn/authz"
+	"cairn.dev/cairn/console"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/store"
@@ -191,6 +192,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveReady(sw, r)
 	case p == api.BasePath || strings.HasPrefix(p, api.BasePath+"/"):
 		s.serveAPI(sw, s.withStoreTimeout(r))
+	case console.Serves(p): // static assets, no data: no token needed
+		console.Handler().ServeHTTP(sw, r)
 	default:
 		r, ok := s.authenticate(sw, s.withStoreTimeout(r))
 		if !ok {
