@@ -62,7 +62,7 @@ func (r *Registry) run(ctx context.Context, u identity.User, items []*txnItem, d
 		for i, it := range items {
 			p, err := r.planItem(ctx, u, it, attempt, pend)
 			switch {
-			case errors.Is(err, store.ErrPrecondition):
+			case errors.Is(err, errStaleRead):
 				failed = append(failed, i) // a conditional write read a newer version
 			case err != nil:
 				return nil, i, fail(err)
