@@ -205,6 +205,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	return d, nil
 }
 
+// start assembles the server in the order its parts depend on each other:
+// the store, the registry over it, authentication, the listener and its
+// TLS, the controllers (with the runtime they run commands in), the HTTP
+// API; then it runs them (serve). On failure it returns the daemon built
+// so far, whose store Start closes.
 func start(ctx context.Context, opts Options) (*Daemon, error) {
 	opts = withDefaults(opts)
 	if err := validate(opts); err != nil {
@@ -214,44 +219,15 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err := prepareDataDir(opts.DataDir); err != nil {
 		return nil, err
 	}
-	endpoints := opts.EtcdEndpoints
-	if len(endpoints) == 0 {
-		e, err := embedded.Start(opts.DataDir, embedded.Options{MaxTxnOps: opts.MaxTxnOps, Quota: opts.StoreQuota})
-		if err != nil {
-			return nil, err
-		}
-		d.embedded = e
-		endpoints = []string{e.Endpoint}
-	}
-	cli, err := store.Dial(ctx, endpoints)
-	if err != nil {
-		return d, err
-	}
-	d.etcd, d.store = cli, store.New(cli)
-	d.monitorSpace(ctx)
-	keyFile := opts.EncryptionKeyFile
-	if keyFile == "" {
-		keyFile = filepath.Join(opts.DataDir, "encryption.key")
-	}
-	enc, err := registry.LoadOrCreateKey(keyFile)
+	endpoints, err := d.openStore(ctx)
 	if err != nil {
 		return d, err
 	}
 	events := event.New(event.Options{Logger: d.log})
-	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now, EventActions: events.Actions(), EventRemoveWrites: events.RemoveWrites}), Encryption: enc,
-		NamespaceMaxObjects: opts.NamespaceMaxObjects, NamespaceMaxBytes: opts.NamespaceMaxBytes,
-		Authorize: []authz.Rule{authz.AllowUnscoped, events.Authorize}, Authority: events,
-		BookmarkInterval: opts.BookmarkInterval, Logger: d.log, MaxTxnOps: opts.MaxTxnOps, MaxObjectBytes: opts.MaxObjectBytes,
-		StoreTimeout: opts.StoreTimeout})
-	if err != nil {
+	if err := d.openRegistry(ctx, events); err != nil {
 		return d, err
 	}
-	if err := d.registry.Init(ctx); err != nil {
-		return d, fmt.Errorf("daemon: initialize the store: %w", err)
-	}
-	d.auth = auth.New(d.store)
-	d.auth.SetScopeCheck(events.CheckToken)
-	if err := d.ensureAdminToken(ctx); err != nil {
+	if err := d.openAuth(ctx, events); err != nil {
 		return d, err
 	}
 	d.metrics = prometheus.NewRegistry()
@@ -266,44 +242,142 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		d.listener.Close()
 		return d, err
 	}
-	if len(opts.Controllers) > 0 {
-		dir := opts.RuntimeDir
-		switch {
-		case dir != "":
-		case opts.RuntimeIsolation.None:
-			dir = filepath.Join(opts.DataDir, "runtime")
-		default:
-			dir = rtlocal.DefaultRoot
-		}
-		if d.runtime, err = rtlocal.New(rtlocal.Options{Root: dir, Logger: d.log, Isolation: opts.RuntimeIsolation}); err != nil {
-			return d, fmt.Errorf("daemon: open the runtime in %s: %w", dir, err)
-		}
-		d.manager, err = manager.New(manager.Options{
-			Client: d.system, Controllers: opts.Controllers, Identity: d.advertised(),
-			LeaderElection: true, LeaseDuration: opts.LeaderTTL, Logger: d.log, Metrics: d.metrics,
-			Runtime: d.runtime, APIServer: d.advertised(), APICAFile: d.caFile,
-		})
-		if err != nil {
-			return d, err
-		}
+	if err := d.newManager(); err != nil {
+		return d, err
 	}
-	if d.runtime != nil {
-		events.Bind(d.registry, d.runtime)
-	} else {
-		events.Bind(d.registry, nil)
-	}
+	bindEvents(events, d.registry, d.runtime)
 	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log,
 		Traces: traceSource{d}, BodyReadTimeout: opts.BodyReadTimeout, StoreTimeout: opts.StoreTimeout, TLS: serveTLS, Peer: peer,
 		MaxRequestsInflight: opts.MaxRequestsInflight, MaxWatches: opts.MaxWatches, WriteTimeout: opts.WriteTimeout})
 	if err != nil {
 		return d, err
 	}
+	d.writeConfigs()
+	d.serve()
+	d.log.Info("cairn server ready", "url", d.URL(), "dataDir", opts.DataDir, "etcd", endpoints, "controllers", len(opts.Controllers))
+	return d, nil
+}
+
+// openStore starts the embedded etcd unless Options.EtcdEndpoints names a
+// cluster, connects to it and starts watching its space. It returns the
+// endpoints it connected to. Errors: etcd cannot start or be reached.
+func (d *Daemon) openStore(ctx context.Context) ([]string, error) {
+	endpoints := d.opts.EtcdEndpoints
+	if len(endpoints) == 0 {
+		e, err := embedded.Start(d.opts.DataDir, embedded.Options{MaxTxnOps: d.opts.MaxTxnOps, Quota: d.opts.StoreQuota})
+		if err != nil {
+			return nil, err
+		}
+		d.embedded = e
+		endpoints = []string{e.Endpoint}
+	}
+	cli, err := store.Dial(ctx, endpoints)
+	if err != nil {
+		return nil, err
+	}
+	d.etcd, d.store = cli, store.New(cli)
+	d.monitorSpace(ctx)
+	return endpoints, nil
+}
+
+// openRegistry loads (or creates) the encryption key and builds the
+// registry over the store, with the kinds and the event service's
+// authorization, then initializes the store (its system objects). Errors:
+// the key file is not private or does not match the store's key, the
+// options are invalid, the store fails.
+func (d *Daemon) openRegistry(ctx context.Context, events *event.Service) error {
+	o := d.opts
+	keyFile := o.EncryptionKeyFile
+	if keyFile == "" {
+		keyFile = filepath.Join(o.DataDir, "encryption.key")
+	}
+	enc, err := registry.LoadOrCreateKey(keyFile)
+	if err != nil {
+		return err
+	}
+	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now, EventActions: events.Actions(), EventRemoveWrites: events.RemoveWrites}), Encryption: enc,
+		NamespaceMaxObjects: o.NamespaceMaxObjects, NamespaceMaxBytes: o.NamespaceMaxBytes,
+		Authorize: []authz.Rule{authz.AllowUnscoped, events.Authorize}, Authority: events,
+		BookmarkInterval: o.BookmarkInterval, Logger: d.log, MaxTxnOps: o.MaxTxnOps, MaxObjectBytes: o.MaxObjectBytes,
+		StoreTimeout: o.StoreTimeout})
+	if err != nil {
+		return err
+	}
+	if err := d.registry.Init(ctx); err != nil {
+		return fmt.Errorf("daemon: initialize the store: %w", err)
+	}
+	return nil
+}
+
+// openAuth builds the authenticator (event tokens checked by the event
+// service) and makes sure the admin token exists. Errors: the token file
+// is not private, the store fails.
+func (d *Daemon) openAuth(ctx context.Context, events *event.Service) error {
+	d.auth = auth.New(d.store)
+	d.auth.SetScopeCheck(events.CheckToken)
+	return d.ensureAdminToken(ctx)
+}
+
+// newManager opens the runtime and builds the controller manager when
+// Options.Controllers names any; a pure API server has neither. Errors:
+// the runtime dir cannot be used (or its isolation needs root), the
+// manager's options are invalid.
+func (d *Daemon) newManager() error {
+	o := d.opts
+	if len(o.Controllers) == 0 {
+		return nil
+	}
+	dir := o.RuntimeDir
+	switch {
+	case dir != "":
+	case o.RuntimeIsolation.None:
+		dir = filepath.Join(o.DataDir, "runtime")
+	default:
+		dir = rtlocal.DefaultRoot
+	}
+	var err error
+	if d.runtime, err = rtlocal.New(rtlocal.Options{Root: dir, Logger: d.log, Isolation: o.RuntimeIsolation}); err != nil {
+		return fmt.Errorf("daemon: open the runtime in %s: %w", dir, err)
+	}
+	d.manager, err = manager.New(manager.Options{
+		Client: d.system, Controllers: o.Controllers, Identity: d.advertised(),
+		LeaderElection: true, LeaseDuration: o.LeaderTTL, Logger: d.log, Metrics: d.metrics,
+		Runtime: d.runtime, APIServer: d.advertised(), APICAFile: d.caFile,
+	})
+	return err
+}
+
+// bindEvents gives the event service the registry and the runtime whose
+// logs it serves, or no runtime on a server that runs no controllers.
+//
+// The typed-nil trap: rt is a *rtlocal.Runtime, and a nil one passed as
+// the runtime.Runtime interface would be an interface that is not nil
+// (it holds a type), so the service would believe it has a runtime and
+// call methods on a nil pointer. Only an untyped nil says "none".
+func bindEvents(events *event.Service, reg *registry.Registry, rt *rtlocal.Runtime) {
+	if rt == nil {
+		events.Bind(reg, nil)
+		return
+	}
+	events.Bind(reg, rt)
+}
+
+// writeConfigs writes the client config and the kubeconfig for the admin,
+// warning (not failing) when it cannot.
+func (d *Daemon) writeConfigs() {
 	if err := d.writeClientConfig(); err != nil {
-		d.log.Warn("could not write the client config", "path", opts.ClientConfigPath, "err", err)
+		d.log.Warn("could not write the client config", "path", d.opts.ClientConfigPath, "err", err)
 	}
 	if err := d.writeKubeconfig(); err != nil {
-		d.log.Warn("could not write the kubeconfig", "dir", filepath.Dir(opts.ClientConfigPath), "err", err)
+		d.log.Warn("could not write the kubeconfig", "dir", filepath.Dir(d.opts.ClientConfigPath), "err", err)
 	}
+}
+
+// serve runs the daemon's loops until Stop or the first of them fails:
+// the HTTP API, the space monitor, the compactor (in the elected server),
+// the controller manager, the embedded etcd's watch; once they have all
+// returned it closes the store and Done.
+func (d *Daemon) serve() {
 	rctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	d.spawn(func() error { return d.http.Serve(rctx, d.listener) })
@@ -317,8 +391,8 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	// controllers: pure API servers must not let history grow forever.
 	d.spawn(func() error {
 		return leader.Run(rctx, d.etcd, leader.Options{Name: "compactor", Identity: d.advertised(),
-			TTL: opts.LeaderTTL, Logger: d.log}, func(ctx context.Context) {
-			d.store.RunCompactor(ctx, opts.CompactionInterval, d.log)
+			TTL: d.opts.LeaderTTL, Logger: d.log}, func(ctx context.Context) {
+			d.store.RunCompactor(ctx, d.opts.CompactionInterval, d.log)
 		})
 	})
 	if d.manager != nil {
@@ -339,8 +413,6 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		d.closeStore()
 		close(d.done)
 	}()
-	d.log.Info("cairn server ready", "url", d.URL(), "dataDir", opts.DataDir, "etcd", endpoints, "controllers", len(opts.Controllers))
-	return d, nil
 }
 
 func withDefaults(o Options) Options {
