@@ -129,6 +129,7 @@ func (r *Registry) commitStatuses(ctx context.Context, u identity.User, items []
 		for j, i := range live {
 			batch[j] = items[i]
 		}
+		r.prefetch(ctx, batch)
 		res, failed, err := r.run(ctx, u, batch, false)
 		var unsure *unknownOutcome
 		switch {
@@ -148,6 +149,39 @@ func (r *Registry) commitStatuses(ctx context.Context, u identity.User, items []
 		default:
 			fail(live, err)
 			return
+		}
+	}
+}
+
+// prefetch reads, in one store round trip, the objects the writes items
+// replace that the watch cache does not hold, from the local etcd member
+// (a serializable read), and leaves them in each item's read, where run's
+// first attempt takes them instead of reading each alone (a version the
+// write does not name is read again, linearizably, as readGuard does). A
+// failed read leaves them unset: run then reads and fails as it does.
+func (r *Registry) prefetch(ctx context.Context, items []*txnItem) {
+	var keys []string
+	var at []*txnItem
+	for _, it := range items {
+		key := r.key(it.k, it.namespace(), it.name())
+		if _, ok := r.cached(it.k, key); ok {
+			continue
+		}
+		keys, at = append(keys, key), append(at, it)
+	}
+	if len(keys) < 2 {
+		return
+	}
+	kvs, err := r.store.GetStaleMany(ctx, keys)
+	if err != nil {
+		return
+	}
+	for n, it := range at {
+		if kvs[n] == nil {
+			continue
+		}
+		if cur, err := r.fromStore(it.k, kvs[n]); err == nil {
+			it.read = cur
 		}
 	}
 }

@@ -40,7 +40,8 @@
 //	UpdateStatuses (controllers' statuses, many at once)      [batch.go]
 //	  admit and newWrite per object; batchRounds: each object
 //	  once per round; per round, per MaxTxnItems:
-//	  └─ commitStatuses → run, as above; a write run names as
+//	  └─ commitStatuses: prefetch (the objects the watch cache
+//	     lacks, in one round trip) → run, as above; a write run names as
 //	     failing is dropped and run goes again without it; a
 //	     transaction refused as a whole (splittable) is
 //	     committed write by write
