@@ -3,7 +3,9 @@
 // authenticator, the HTTP API, the compactor (in one elected server) and,
 // when asked, a controller manager whose controllers run while this process
 // leads them (among every server and controller-manager sharing the API). `cairn server` is a thin wrapper around it,
-// and tests start whole servers with it.
+// and tests start whole servers with it. Its sibling StartControllerManager
+// assembles the other process, `cairn controller-manager`: the controllers
+// alone, against an API server over HTTP(S).
 package daemon
 
 import (
@@ -14,7 +16,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -25,14 +26,11 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/auth"
-	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/event"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/internal/privfile"
-	"cairn.dev/cairn/kinds"
-	"cairn.dev/cairn/leader"
 	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/registry"
@@ -205,6 +203,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	return d, nil
 }
 
+// start assembles the server in the order its parts depend on each other:
+// the store, the registry over it, authentication, the listener and its
+// TLS, the controllers (with the runtime they run commands in), the HTTP
+// API; then it runs them (serve). On failure it returns the daemon built
+// so far, whose store Start closes.
 func start(ctx context.Context, opts Options) (*Daemon, error) {
 	opts = withDefaults(opts)
 	if err := validate(opts); err != nil {
@@ -214,44 +217,15 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err := prepareDataDir(opts.DataDir); err != nil {
 		return nil, err
 	}
-	endpoints := opts.EtcdEndpoints
-	if len(endpoints) == 0 {
-		e, err := embedded.Start(opts.DataDir, embedded.Options{MaxTxnOps: opts.MaxTxnOps, Quota: opts.StoreQuota})
-		if err != nil {
-			return nil, err
-		}
-		d.embedded = e
-		endpoints = []string{e.Endpoint}
-	}
-	cli, err := store.Dial(ctx, endpoints)
-	if err != nil {
-		return d, err
-	}
-	d.etcd, d.store = cli, store.New(cli)
-	d.monitorSpace(ctx)
-	keyFile := opts.EncryptionKeyFile
-	if keyFile == "" {
-		keyFile = filepath.Join(opts.DataDir, "encryption.key")
-	}
-	enc, err := registry.LoadOrCreateKey(keyFile)
+	endpoints, err := d.openStore(ctx)
 	if err != nil {
 		return d, err
 	}
 	events := event.New(event.Options{Logger: d.log})
-	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now, EventActions: events.Actions(), EventRemoveWrites: events.RemoveWrites}), Encryption: enc,
-		NamespaceMaxObjects: opts.NamespaceMaxObjects, NamespaceMaxBytes: opts.NamespaceMaxBytes,
-		Authorize: []authz.Rule{authz.AllowUnscoped, events.Authorize}, Authority: events,
-		BookmarkInterval: opts.BookmarkInterval, Logger: d.log, MaxTxnOps: opts.MaxTxnOps, MaxObjectBytes: opts.MaxObjectBytes,
-		StoreTimeout: opts.StoreTimeout})
-	if err != nil {
+	if err := d.openRegistry(ctx, events); err != nil {
 		return d, err
 	}
-	if err := d.registry.Init(ctx); err != nil {
-		return d, fmt.Errorf("daemon: initialize the store: %w", err)
-	}
-	d.auth = auth.New(d.store)
-	d.auth.SetScopeCheck(events.CheckToken)
-	if err := d.ensureAdminToken(ctx); err != nil {
+	if err := d.openAuth(ctx, events); err != nil {
 		return d, err
 	}
 	d.metrics = prometheus.NewRegistry()
@@ -266,79 +240,18 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		d.listener.Close()
 		return d, err
 	}
-	if len(opts.Controllers) > 0 {
-		dir := opts.RuntimeDir
-		switch {
-		case dir != "":
-		case opts.RuntimeIsolation.None:
-			dir = filepath.Join(opts.DataDir, "runtime")
-		default:
-			dir = rtlocal.DefaultRoot
-		}
-		if d.runtime, err = rtlocal.New(rtlocal.Options{Root: dir, Logger: d.log, Isolation: opts.RuntimeIsolation}); err != nil {
-			return d, fmt.Errorf("daemon: open the runtime in %s: %w", dir, err)
-		}
-		d.manager, err = manager.New(manager.Options{
-			Client: d.system, Controllers: opts.Controllers, Identity: d.advertised(),
-			LeaderElection: true, LeaseDuration: opts.LeaderTTL, Logger: d.log, Metrics: d.metrics,
-			Runtime: d.runtime, APIServer: d.advertised(), APICAFile: d.caFile,
-		})
-		if err != nil {
-			return d, err
-		}
+	if err := d.newManager(); err != nil {
+		return d, err
 	}
-	if d.runtime != nil {
-		events.Bind(d.registry, d.runtime)
-	} else {
-		events.Bind(d.registry, nil)
-	}
+	bindEvents(events, d.registry, d.runtime)
 	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log,
 		Traces: traceSource{d}, Dependents: dependentsSource{d}, BodyReadTimeout: opts.BodyReadTimeout, StoreTimeout: opts.StoreTimeout, TLS: serveTLS, Peer: peer,
 		MaxRequestsInflight: opts.MaxRequestsInflight, MaxWatches: opts.MaxWatches, WriteTimeout: opts.WriteTimeout})
 	if err != nil {
 		return d, err
 	}
-	if err := d.writeClientConfig(); err != nil {
-		d.log.Warn("could not write the client config", "path", opts.ClientConfigPath, "err", err)
-	}
-	if err := d.writeKubeconfig(); err != nil {
-		d.log.Warn("could not write the kubeconfig", "dir", filepath.Dir(opts.ClientConfigPath), "err", err)
-	}
-	rctx, cancel := context.WithCancel(context.Background())
-	d.cancel = cancel
-	d.spawn(func() error { return d.http.Serve(rctx, d.listener) })
-	// Every server watches the space and recovers a full store: etcd
-	// grants no lease then, so this cannot wait for an election.
-	d.spawn(func() error {
-		d.space.Run(rctx)
-		return nil
-	})
-	// Compaction runs in one server at a time, whether or not it runs the
-	// controllers: pure API servers must not let history grow forever.
-	d.spawn(func() error {
-		return leader.Run(rctx, d.etcd, leader.Options{Name: "compactor", Identity: d.advertised(),
-			TTL: opts.LeaderTTL, Logger: d.log}, func(ctx context.Context) {
-			d.store.RunCompactor(ctx, opts.CompactionInterval, d.log)
-		})
-	})
-	if d.manager != nil {
-		d.spawn(func() error { return d.manager.Run(rctx) })
-	}
-	if d.embedded != nil {
-		d.spawn(func() error {
-			select {
-			case err := <-d.embedded.Err():
-				return fmt.Errorf("daemon: embedded etcd failed: %w", err)
-			case <-rctx.Done():
-				return nil
-			}
-		})
-	}
-	go func() {
-		d.wg.Wait()
-		d.closeStore()
-		close(d.done)
-	}()
+	d.writeConfigs()
+	d.serve()
 	d.log.Info("cairn server ready", "url", d.URL(), "dataDir", opts.DataDir, "etcd", endpoints, "controllers", len(opts.Controllers))
 	return d, nil
 }

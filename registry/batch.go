@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/authz"
@@ -22,9 +23,11 @@ type StatusResult struct {
 // UpdateStatuses writes the status of each of objs, each exactly as
 // UpdateStatus would (authorized for the caller in ctx, a compare-and-swap
 // on its metadata.resourceVersion when set, the kind's status hooks and
-// validation), but commits them together: the writes are read in one
-// store round trip and committed in one etcd transaction per MaxTxnItems
-// objects. It is for controllers that write many statuses at once.
+// validation), but commits them together, in one etcd transaction per
+// MaxTxnItems objects, through the commit path of a single write (run:
+// the same reads, retries of lost races and settling of commits whose
+// outcome is unknown). It is for controllers that write many statuses at
+// once.
 //
 // Each write keeps its own outcome, returned in objs' order: one that
 // fails (Conflict for a stale resourceVersion, NotFound, Forbidden,
@@ -36,13 +39,13 @@ type StatusResult struct {
 // written one after the other, in order (the second, if it names the same
 // resourceVersion, then fails with Conflict).
 //
-// It blocks on the store: one read per transaction (more for stale reads
-// and retries) and the transactions. Every write fails with Unauthorized
-// when ctx has no caller. The writes not committed yet fail together when
-// the store fails or ctx ends during a read or a transaction (the store's
-// error, as UpdateStatus gives it: Timeout, ServiceUnavailable, ...; a
-// write may then have been applied or not), or when ctx ends while they
-// wait for their turn or a retry (Timeout: nothing was written). It is
+// It blocks on the store: a read per object the watch cache does not hold
+// at its latest version (more for stale reads and retries) and the
+// transactions. Every write fails with Unauthorized when ctx has no
+// caller. The writes not committed yet fail together when the store fails
+// or ctx ends (the error UpdateStatus gives then: ServiceUnavailable when
+// nothing was written, Timeout when a write may have been applied or not,
+// or when ctx ended while they waited for their turn or a retry). It is
 // safe for concurrent use; it never returns fewer results than objs.
 func (r *Registry) UpdateStatuses(ctx context.Context, objs []*api.Object) []StatusResult {
 	out := make([]StatusResult, len(objs))
@@ -74,18 +77,7 @@ func (r *Registry) UpdateStatuses(ctx context.Context, objs []*api.Object) []Sta
 		for len(round) > 0 {
 			chunk := round[:min(len(round), MaxTxnItems)]
 			round = round[len(chunk):]
-			batch := make([]*txnItem, len(chunk))
-			for j, i := range chunk {
-				batch[j] = items[i]
-			}
-			res, errs := r.runEach(ctx, u, batch)
-			for j, i := range chunk {
-				if errs[j] != nil {
-					out[i].Err = apiError(errs[j], items[i].k.Kind, items[i].name())
-				} else {
-					out[i].Object = res[j].Object
-				}
-			}
+			r.commitStatuses(ctx, u, items, chunk, out)
 		}
 	}
 	return out
@@ -113,211 +105,85 @@ func batchRounds(keys []string) [][]int {
 	return rounds
 }
 
-// runEach plans the status writes items (distinct objects, already
-// authorized for u) and commits them in one store transaction, each with
-// its own outcome: a write whose plan fails, or whose compare-and-swap
-// fails for good, is dropped from the transaction and the others are
-// committed without it; a write that lost a race (a stale read, an
-// unconditional write overtaken) is planned again, as run does. When the
-// transaction fails for another reason than a condition, each write is
-// committed alone. Errors are per write (store errors or *api.Status, as
-// run's); a failure of the store or of ctx is every remaining write's.
-func (r *Registry) runEach(ctx context.Context, u identity.User, items []*txnItem) ([]TxnResult, []error) {
-	res := make([]TxnResult, len(items))
-	errs := make([]error, len(items))
-	failAll := func(live []int, err error) {
+// commitStatuses commits the status writes items[i], for i in live
+// (distinct objects, already authorized for u), in one store transaction
+// through run, the commit path of every single write, with its retries of
+// lost races and its settling of commits whose outcome is unknown; each
+// write keeps its own outcome, in out (through apiError). A write that
+// fails alone (run names it: NotFound, a Conflict on its resourceVersion,
+// Invalid, Forbidden, ...) is dropped and the others are committed
+// without it. A transaction refused as a whole for a reason one write
+// alone may not have (splittable) is committed write by write. Any other
+// failure (the store, ctx, a commit whose outcome stayed unknown, objects
+// that keep changing) is every remaining write's. It blocks as run does,
+// once per dropped write more.
+func (r *Registry) commitStatuses(ctx context.Context, u identity.User, items []*txnItem, live []int, out []StatusResult) {
+	live = slices.Clone(live)
+	fail := func(live []int, err error) {
 		for _, i := range live {
-			errs[i] = err
+			out[i].Err = apiError(err, items[i].k.Kind, items[i].name())
 		}
 	}
-	live := make([]int, len(items))
-	for i := range items {
-		live[i] = i
-	}
-	ctx, unlock, err := r.lockUnconditional(ctx, items)
-	if err != nil {
-		failAll(live, err)
-		return res, errs
-	}
-	defer unlock()
-	attempts := make([]int, len(items)) // races each write lost
-	plans := make([]*plan, len(items))
-	for round := 0; len(live) > 0; round++ {
-		curs, err := r.readEach(ctx, items, live, attempts)
-		if err != nil {
-			failAll(live, err)
-			break
-		}
-		var ready, lost []int
+	for len(live) > 0 {
+		batch := make([]*txnItem, len(live))
 		for j, i := range live {
-			p, err := r.planStatus(ctx, u, items[i], curs[j])
-			switch {
-			case errors.Is(err, store.ErrPrecondition):
-				lost = append(lost, i)
-			case err != nil:
-				errs[i] = err
-			default:
-				plans[i], ready = p, append(ready, i)
+			batch[j] = items[i]
+		}
+		r.prefetch(ctx, batch)
+		res, failed, err := r.run(ctx, u, batch, false)
+		var unsure *unknownOutcome
+		switch {
+		case err == nil:
+			for j, i := range live {
+				out[i].Object = res[j].Object
 			}
-		}
-		committed, retry := r.commitEach(ctx, plans, ready, res, errs)
-		for _, i := range append(lost, retry...) {
-			if err := r.explain(ctx, items, i, plans[i]); err != nil {
-				errs[i] = err
-				continue
+			return
+		case failed >= 0 && !errors.As(err, &unsure):
+			fail(live[failed:failed+1], err)
+			live = slices.Delete(live, failed, failed+1)
+		case len(live) > 1 && splittable(err):
+			for _, i := range live {
+				r.commitStatuses(ctx, u, items, []int{i}, out)
 			}
-			if attempts[i]++; attempts[i] > items[i].maxAttempts() {
-				errs[i] = items[i].exhausted()
-			}
-		}
-		live = live[:0]
-		for _, i := range append(ready, lost...) {
-			if errs[i] == nil && !committed[i] {
-				live = append(live, i)
-			}
-		}
-		if len(live) == 0 {
-			break
-		}
-		if round >= maxUnconditionalAttempts {
-			failAll(live, api.NewStatus(api.ReasonConflict, "the objects keep changing; retry"))
-			break
-		}
-		if err := pause(ctx, round); err != nil {
-			failAll(live, err)
-			break
+			return
+		default:
+			fail(live, err)
+			return
 		}
 	}
-	return res, errs
 }
 
-// readEach reads the objects the writes live (indices into items) replace,
-// one entry per live write, nil for an object that does not exist. A write
-// that has not lost a race yet (attempts[i] == 0) takes the version the
-// watch cache holds, or is read from the local etcd member, with the
-// others in one round trip, and confirmed with a linearizable read when
-// found at another version than it expects or not found (as readGuard
-// does); one that has lost a race is read linearizably. It fails only when
-// the store does.
-func (r *Registry) readEach(ctx context.Context, items []*txnItem, live []int, attempts []int) ([]*stored, error) {
-	out := make([]*stored, len(live))
+// prefetch reads, in one store round trip, the objects the writes items
+// replace that the watch cache does not hold, from the local etcd member
+// (a serializable read), and leaves them in each item's read, where run's
+// first attempt takes them instead of reading each alone (a version the
+// write does not name is read again, linearizably, as readGuard does). A
+// failed read leaves them unset: run then reads and fails as it does.
+func (r *Registry) prefetch(ctx context.Context, items []*txnItem) {
 	var keys []string
-	var at []int // positions in live of keys
-	for j, i := range live {
-		if attempts[i] != 0 {
+	var at []*txnItem
+	for _, it := range items {
+		key := r.key(it.k, it.namespace(), it.name())
+		if _, ok := r.cached(it.k, key); ok {
 			continue
 		}
-		it := items[i]
-		key := r.key(it.k, it.namespace(), it.name())
-		if cur, ok := r.cached(it.k, key); ok {
-			if rv := it.obj.ResourceVersion; rv == "" || rv == cur.obj.ResourceVersion {
-				out[j] = cur
-				continue
-			}
-		}
-		keys = append(keys, key)
-		at = append(at, j)
+		keys, at = append(keys, key), append(at, it)
+	}
+	if len(keys) < 2 {
+		return
 	}
 	kvs, err := r.store.GetStaleMany(ctx, keys)
 	if err != nil {
-		return nil, err
+		return
 	}
-	stale := make([]*store.KV, len(live))
-	for n, j := range at {
-		stale[j] = kvs[n]
-	}
-	for j, i := range live {
-		if out[j] != nil {
-			continue // from the watch cache
+	for n, it := range at {
+		if kvs[n] == nil {
+			continue
 		}
-		it := items[i]
-		if kv := stale[j]; kv != nil {
-			cur, err := r.fromStore(it.k, kv)
-			if err != nil {
-				return nil, err
-			}
-			if rv := it.obj.ResourceVersion; rv == "" || rv == cur.obj.ResourceVersion {
-				out[j] = cur
-				continue
-			}
-		}
-		cur, err := r.read(ctx, it.k, it.namespace(), it.name())
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return nil, err
-		default:
-			out[j] = cur
+		if cur, err := r.fromStore(it.k, kvs[n]); err == nil {
+			it.read = cur
 		}
 	}
-	return out, nil
-}
-
-// planStatus plans the status write it over cur, the object as read (nil:
-// not found, store.ErrNotFound), as planItem plans an update.
-func (r *Registry) planStatus(ctx context.Context, u identity.User, it *txnItem, cur *stored) (*plan, error) {
-	if cur == nil {
-		return nil, store.ErrNotFound
-	}
-	obj := it.obj
-	if obj.ResourceVersion == "" {
-		obj = obj.DeepCopy()
-		obj.ResourceVersion = cur.obj.ResourceVersion
-	}
-	return r.planUpdate(ctx, r.admission(it.op, u), it.k, obj, cur, nil)
-}
-
-// commitEach commits plans[i] for every i of ready in one transaction,
-// setting res[i] for the writes committed, which it returns. When the
-// transaction fails for a condition, nothing is committed and retry holds
-// the writes whose own conditions fail (the others are tried again with
-// them). When it is refused as a whole before reaching etcd's log (see
-// splittable), each write is committed alone: those whose condition fails
-// go to retry, other failures to errs. Any other failure (the store timed
-// out or is unavailable, ctx ended) is every ready write's, in errs.
-func (r *Registry) commitEach(ctx context.Context, plans []*plan, ready []int, res []TxnResult, errs []error) (committed map[int]bool, retry []int) {
-	committed = map[int]bool{}
-	if len(ready) == 0 {
-		return committed, nil
-	}
-	ps := make([]*plan, len(ready))
-	for j, i := range ready {
-		ps[j] = plans[i]
-	}
-	rev, err := r.commitAll(ctx, ps, false)
-	switch {
-	case err == nil:
-		for _, i := range ready {
-			committed[i] = true
-			res[i] = TxnResult{Object: plans[i].result(rev), Gone: plans[i].gone}
-		}
-		return committed, nil
-	case errors.Is(err, store.ErrPrecondition):
-		failed, err := r.failing(ctx, ps)
-		if err != nil {
-			for _, i := range ready {
-				errs[i] = err
-			}
-			return committed, nil
-		}
-		for _, f := range failed {
-			retry = append(retry, ready[f])
-		}
-		return committed, retry
-	case len(ready) > 1 && splittable(err):
-		for _, i := range ready {
-			c, rt := r.commitEach(ctx, plans, []int{i}, res, errs)
-			if c[i] {
-				committed[i] = true
-			}
-			retry = append(retry, rt...)
-		}
-		return committed, retry
-	}
-	for _, i := range ready {
-		errs[i] = err
-	}
-	return committed, nil
 }
 
 // splittable reports whether a transaction of several writes failed as a

@@ -62,7 +62,7 @@ func (r *Registry) run(ctx context.Context, u identity.User, items []*txnItem, d
 		for i, it := range items {
 			p, err := r.planItem(ctx, u, it, attempt, pend)
 			switch {
-			case errors.Is(err, store.ErrPrecondition):
+			case errors.Is(err, errStaleRead):
 				failed = append(failed, i) // a conditional write read a newer version
 			case err != nil:
 				return nil, i, fail(err)
@@ -152,7 +152,8 @@ func unavailable(err error) error {
 }
 
 // planItem plans one item; attempt > 0 reads linearizably (see
-// readForWrite).
+// readForWrite). An update's first attempt takes the object its item read
+// already (txnItem.read, UpdateStatuses' prefetch) when it fits.
 func (r *Registry) planItem(ctx context.Context, u identity.User, it *txnItem, attempt int, pend pending) (*plan, error) {
 	switch it.op {
 	case OpCreate:
@@ -162,11 +163,14 @@ func (r *Registry) planItem(ctx context.Context, u identity.User, it *txnItem, a
 	case OpUpdate, OpUpdateStatus:
 		obj := it.obj
 		conditional := obj.ResourceVersion != ""
-		cur, err := r.readForWrite(ctx, it.k, obj.Namespace, obj.Name, attempt, func(s *stored) bool {
-			return !conditional || s.obj.ResourceVersion == obj.ResourceVersion
-		})
-		if err != nil {
-			return nil, err
+		accept := func(s *stored) bool { return !conditional || s.obj.ResourceVersion == obj.ResourceVersion }
+		cur, read := it.read, it.read != nil && attempt == 0 && accept(it.read)
+		it.read = nil
+		var err error
+		if !read {
+			if cur, err = r.readForWrite(ctx, it.k, obj.Namespace, obj.Name, attempt, accept); err != nil {
+				return nil, err
+			}
 		}
 		adm := r.admission(it.op, u)
 		adm.manager = it.manager

@@ -10,6 +10,12 @@ import (
 	"cairn.dev/cairn/store"
 )
 
+// errStaleRead is the planning of a conditional write (planUpdate) that
+// found the object at another version than the write names: the read was
+// stale, or the object moved. It never leaves the registry: the commit
+// path (run) reads again and retries, or answers Conflict (explain).
+var errStaleRead = errors.New("registry: the object read is not at the version the write names")
+
 // retryAfterSeconds is what a ServiceUnavailable answer suggests waiting.
 const retryAfterSeconds = 1
 
@@ -22,7 +28,8 @@ const retryAfterSeconds = 1
 //
 //   - an *api.Status is returned as it is;
 //   - a *usage.ExceededError (a namespace limit) → Forbidden;
-//   - store.ErrNotFound → NotFound; store.ErrPrecondition → Conflict;
+//   - store.ErrNotFound → NotFound; store.ErrPrecondition (and
+//     errStaleRead, were it to leave the commit path) → Conflict;
 //   - store.ErrCompacted → Gone; store.ErrFutureRevision → BadRequest;
 //   - store.ErrUnavailable → ServiceUnavailable with RetryAfterSeconds
 //     (nothing was changed: a read, or a write known not applied);
@@ -48,7 +55,7 @@ func apiError(err error, kind, name string) error {
 		return limitExceeded(exceeded)
 	case errors.Is(err, store.ErrNotFound):
 		return api.NewNotFound(kind, name)
-	case errors.Is(err, store.ErrPrecondition):
+	case errors.Is(err, store.ErrPrecondition), errors.Is(err, errStaleRead):
 		return api.NewConflict(kind, name, "the object has been modified; read it again and retry")
 	case errors.Is(err, store.ErrCompacted):
 		return api.NewExpired("the requested resourceVersion (or continue token) has been compacted: list again from the start")

@@ -138,8 +138,8 @@ func (r *Registry) planCreate(ctx context.Context, adm *Admission, k *Kind, obj 
 }
 
 // planUpdate plans the write of next (main resource or status, by adm.Op)
-// over the stored cur. It returns store.ErrPrecondition when next is not
-// at cur's version (the caller decides between a retry and a Conflict).
+// over the stored cur. It returns errStaleRead when next is not at cur's
+// version (the caller decides between a retry and a Conflict).
 func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next *api.Object, cur *stored, pend pending) (*plan, error) {
 	old := cur.obj
 	if err := checkType(k, next); err != nil {
@@ -149,7 +149,7 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 		return nil, api.NewBadRequest("metadata.name and metadata.namespace cannot change")
 	}
 	if next.ResourceVersion != old.ResourceVersion {
-		return nil, store.ErrPrecondition
+		return nil, errStaleRead
 	}
 	if next.UID != "" && next.UID != old.UID {
 		return nil, api.NewConflict(k.Kind, next.Name, "uid precondition failed: the object was deleted and created again")

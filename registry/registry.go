@@ -9,6 +9,43 @@
 // object's write is planned with every check (plan.go), then its plan is
 // committed alone or with the others in one etcd transaction.
 //
+// # The write path
+//
+// Every write goes down one path; the file of each step is in brackets:
+//
+//	Create, Update, UpdateStatus, Patch, Apply, Delete, Txn.Commit
+//	  admit: the kind and the caller, authorized             [authorize.go]
+//	  newWrite: the write as a txnItem                        [txn.go]
+//	  └─ run: the one commit path, retrying until done        [commit.go]
+//	     ├─ lockUnconditional: writes without a resourceVersion
+//	     │    to one object wait for each other (keyLocks)    [txn.go, retry.go]
+//	     ├─ planItem, per item, each attempt                  [commit.go]
+//	     │    readForWrite: the watch cache, a local read, or
+//	     │      linearizable after a lost race                [codec.go]
+//	     │    planCreate | planUpdate | planDelete: defaults,
+//	     │      kind hooks, validation, guards → a plan       [plan.go]
+//	     │      (errStaleRead: read at another version)       [errors.go]
+//	     ├─ commitAttempt → commitAll: the plans' conditions
+//	     │    and writes in one transaction                   [commit.go]
+//	     │    checkSpace, checkTxnSize, commitWithinLimits    [space.go, txnsize.go, limits.go]
+//	     │    txn: fenced by the caller's Lease if any        [fence.go]
+//	     │    store.Txn
+//	     ├─ on store.ErrPrecondition: failing (which plan), explain
+//	     │    (retry, or Conflict / AlreadyExists / NotFound) [commit.go, namespace.go]
+//	     ├─ on an unavailable or timed-out store: settle the
+//	     │    unsure commits, back off, retry                 [outcome.go]
+//	     └─ pause: jittered backoff between retries           [retry.go]
+//	  apiError: every failure becomes an *api.Status          [errors.go]
+//
+//	UpdateStatuses (controllers' statuses, many at once)      [batch.go]
+//	  admit and newWrite per object; batchRounds: each object
+//	  once per round; per round, per MaxTxnItems:
+//	  └─ commitStatuses: prefetch (the objects the watch cache
+//	     lacks, in one round trip) → run, as above; a write run names as
+//	     failing is dropped and run goes again without it; a
+//	     transaction refused as a whole (splittable) is
+//	     committed write by write
+//
 // Every verb (Get, List, Watch, Create, Update, UpdateStatus, Patch,
 // Delete, Txn.Commit, Act) needs the caller in its context (identity.With)
 // and refuses a context without one (Unauthorized); it authorizes the

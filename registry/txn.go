@@ -186,6 +186,11 @@ type txnItem struct {
 	// direct makes a delete remove an object without finalizers at once,
 	// when its deletion mark did not fit in a full store (Registry.Delete).
 	direct bool
+	// read, for an update, is the object as read with others in one round
+	// trip (UpdateStatuses' prefetch): the next first attempt plans over it
+	// instead of reading it, when it is at the version the write names,
+	// and clears it.
+	read *stored
 }
 
 func (r *Registry) newCreate(in *api.Object) *txnItem {

@@ -190,7 +190,7 @@ func (s *Server) serveObject(w *statusWriter, r *http.Request, rt *route) {
 			break
 		}
 		if status {
-			out, err = s.reg.UpdateStatus(ctx, obj, o)
+			out, err = s.statuses.write(ctx, obj, o)
 		} else {
 			out, err = s.reg.Update(ctx, obj, o)
 		}

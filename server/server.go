@@ -114,6 +114,9 @@ type Server struct {
 	metrics *metrics
 	// inflight caps the requests in flight (limits.go).
 	inflight *inflight
+	// statuses commits the status writes that arrive together in shared
+	// transactions (statusbatch.go).
+	statuses *statusBatcher
 
 	mu      sync.Mutex
 	streams map[*stream]struct{}
@@ -165,7 +168,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: register metrics: %w", err)
 	}
 	return &Server{opts: opts, reg: opts.Registry, auth: opts.Auth, log: opts.Logger,
-		metrics: m, inflight: lim, streams: map[*stream]struct{}{}, forwarder: opts.Peer.client()}, nil
+		metrics: m, inflight: lim, statuses: newStatusBatcher(opts.Registry), streams: map[*stream]struct{}{}, forwarder: opts.Peer.client()}, nil
 }
 
 // ServeHTTP serves one request. It blocks until the response is complete:

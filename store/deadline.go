@@ -128,7 +128,8 @@ func bound(ctx context.Context) (context.Context, context.CancelFunc, time.Durat
 // timeout in ctx, retried while etcd is unavailable (see above), each
 // attempt bounded by half the timeout. A read that did not complete in time
 // fails with ErrUnavailable: nothing was changed, and etcd did not answer.
-// The caller ending ctx itself (a cancellation) is returned as it is.
+// The caller ending ctx itself (a cancellation) is ErrUnavailable too,
+// wrapping ctx's error.
 func (s *Store) read(ctx context.Context, f func(context.Context) error) error {
 	if err := s.closed(); err != nil {
 		return err

@@ -361,15 +361,19 @@ func notSent(err error) bool {
 	return false
 }
 
-// isTimeout reports etcd's own timeouts and an expired deadline.
+// isTimeout reports etcd's own timeouts, an expired deadline and a
+// cancelled context: the caller stopped waiting, so a transaction's
+// outcome is unknown (ErrTimeout) and a read got no answer
+// (ErrUnavailable), as when a deadline passes.
 func isTimeout(err error) bool {
 	for _, e := range []error{rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail,
-		rpctypes.ErrTimeoutDueToConnectionLost, rpctypes.ErrTimeoutWaitAppliedIndex, context.DeadlineExceeded} {
+		rpctypes.ErrTimeoutDueToConnectionLost, rpctypes.ErrTimeoutWaitAppliedIndex, context.DeadlineExceeded, context.Canceled} {
 		if errors.Is(err, e) {
 			return true
 		}
 	}
-	return grpcCode(err) == codes.DeadlineExceeded
+	c := grpcCode(err)
+	return c == codes.DeadlineExceeded || c == codes.Canceled
 }
 
 // isUnavailable reports failures after which etcd may answer again soon:

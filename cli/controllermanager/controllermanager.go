@@ -6,33 +6,22 @@ package controllermanager
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	neturl "net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
-	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
-	"cairn.dev/cairn/deployitem"
+	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/internal/gopace"
 	"cairn.dev/cairn/internal/privfile"
-	"cairn.dev/cairn/manager"
-	"cairn.dev/cairn/pki"
 	rtlocal "cairn.dev/cairn/runtime/local"
 )
 
@@ -42,16 +31,10 @@ type flags struct {
 	caFile           string
 	listen           string
 	advertise        string
-	controllers      string
-	leaderTTL        time.Duration
-	events           controllers.Config
-	gcWorkers        int
+	ctrl             controllers.Flags
 	logLevel         string
 	runtimeDir       string
 	runtimeIsolation rtlocal.IsolationFlags
-
-	// timeouts are the deploy item timeouts' defaults.
-	timeouts deployitem.Timeouts
 }
 
 // New returns the `cairn controller-manager` command.
@@ -81,13 +64,7 @@ forward trace requests only to a process that proves to be cairn's so.`,
 	fs.StringVar(&f.caFile, "certificate-authority", "", "PEM file of the CA the server's certificate is issued by (the server's <data-dir>/ca.crt; default the system's roots)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:7071", "address for health, metrics and traces")
 	fs.StringVar(&f.advertise, "advertise-url", "", "URL API servers reach this process at, to forward trace requests (default the --listen address; https:// once it holds a peer certificate)")
-	fs.StringVar(&f.controllers, "controllers", "true", "which controllers to run: true (all) or a list ("+strings.Join(controllers.Names(), ",")+")")
-	fs.DurationVar(&f.leaderTTL, "leader-ttl", 5*time.Second, "how long a dead leader blocks failover")
-	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
-	f.events.AddEventFlags(fs)
-	fs.DurationVar(&f.timeouts.Pickup, "deployitem-pickup-timeout", deployitem.DefaultPickup, "how long a deploy item may wait for a deployer to pick it up before it fails (0: never)")
-	fs.DurationVar(&f.timeouts.Aborting, "deployitem-aborting-timeout", deployitem.DefaultAborting, "how long a deployer may take to abort a deploy item before it fails (0: never)")
-	fs.DurationVar(&f.timeouts.Progressing, "deployitem-progressing-timeout", deployitem.DefaultProgressing, "how long a deployer may work on a deploy item before it is aborted, unless its spec.timeout says otherwise (0: never)")
+	f.ctrl.AddFlags(fs, "which controllers to run: true (all) or a list ("+strings.Join(controllers.Names(), ",")+")")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.runtimeDir, "runtime-dir", "", "where the commands the controllers run keep their workspaces, state and logs "+
 		"(default "+defaultIsolatedRuntimeDir+", which units running as users of their own can pass through; ~/.cairn/controller-manager/runtime with --runtime-isolation=none)")
@@ -95,133 +72,67 @@ forward trace requests only to a process that proves to be cairn's so.`,
 	return cmd
 }
 
+// optionFlags names the flag of each daemon.ControllerManagerOptions
+// field, for the errors of daemon.StartControllerManager.
+var optionFlags = map[string]string{
+	"Server": "--server", "Token": "--token-file", "CAFile": "--certificate-authority", "Listen": "--listen",
+	"AdvertiseURL": "--advertise-url", "Controllers": "--controllers", "LeaderTTL": "--leader-ttl",
+	"RuntimeDir": "--runtime-dir",
+}
+
+// run checks the flags, starts the controller manager (a library of
+// package daemon) and blocks until SIGINT, SIGTERM or its failure.
 func run(ctx context.Context, f *flags, stderr io.Writer) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
-	}
-	switch {
-	case f.server == "":
-		return errors.New("--server is required: the URL of the cairn API server")
-	case f.tokenFile == "":
-		return errors.New("--token-file is required: a file holding the token the controllers act with")
-	case f.leaderTTL < time.Second:
-		return fmt.Errorf("--leader-ttl must be at least 1s, got %s", f.leaderTTL)
-	case f.gcWorkers < 0:
-		return fmt.Errorf("--gc-workers must not be negative, got %d", f.gcWorkers)
-	case f.advertise != "" && !httpURL(f.advertise):
-		return fmt.Errorf("--advertise-url %q: want http(s)://host[:port]", f.advertise)
-	}
-	if err := f.controllersConfig().CheckEvents(); err != nil {
-		return err
-	}
-	ctrls, err := controllers.Select(controllers.List(f.controllersConfig()), f.controllers)
-	if err != nil {
-		return fmt.Errorf("--controllers: %w", err)
-	}
-	if len(ctrls) == 0 {
-		return errors.New("--controllers selects no controller: a controller manager needs at least one")
-	}
-	runtimeDir, isolation, err := f.runtime()
+	opts, err := f.options(stderr)
 	if err != nil {
 		return err
-	}
-	token, err := readToken(f.tokenFile)
-	if err != nil {
-		return err
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg := client.Config{Server: f.server, Token: token, TokenSource: "--token-file " + f.tokenFile, CAFile: f.caFile}
-	tlsConfig, err := cfg.TLSConfig()
-	if err != nil {
-		return fmt.Errorf("--certificate-authority: %w", err)
-	}
-	c, err := client.NewHTTP(cfg)
-	if err != nil {
-		return fmt.Errorf("--server: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	l, url, p, err := listen(ctx, f, tlsConfig, token, log)
-	if err != nil {
+	gopace.Set().Log(opts.Logger)
+	cm, err := daemon.StartControllerManager(ctx, opts)
+	var oe *daemon.OptionError
+	switch {
+	case errors.As(err, &oe) && optionFlags[oe.Option] != "":
+		return fmt.Errorf("%s: %w", optionFlags[oe.Option], oe.Err)
+	case err != nil:
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rt, err := rtlocal.New(rtlocal.Options{Root: runtimeDir, Logger: log, Isolation: isolation})
-	if err != nil {
-		l.Close()
-		return fmt.Errorf("--runtime-dir %s: %w", runtimeDir, err)
-	}
-	defer rt.Close()
-	m, err := manager.New(manager.Options{Client: c, Controllers: ctrls, Identity: url, LeaderElection: true,
-		LeaseDuration: f.leaderTTL, Logger: log, Metrics: reg, Runtime: rt, APIServer: strings.TrimSuffix(f.server, "/"), APICAFile: f.caFile})
-	if err != nil {
-		l.Close()
-		return err
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = tlsConfig
-	var peers *x509.CertPool
-	if p != nil {
-		tr.TLSClientConfig, peers = p.apiConfig(tlsConfig), p.roots
-	}
-	hs := &http.Server{Handler: m.Handler(manager.HandlerOptions{Server: f.server, Metrics: reg, Peers: peers,
-		HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: tr}}),
-		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(l) }()
-	gopace.Set().Log(log)
-	log.Info("cairn controller-manager ready", "url", url, "server", f.server, "controllers", len(ctrls))
-	runErr := make(chan error, 1)
-	go func() { runErr <- m.Run(ctx) }()
-	select {
-	case err = <-serveErr:
-		err = fmt.Errorf("serve %s: %w", url, err)
-		stop()
-		<-runErr
-	case err = <-runErr:
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = hs.Shutdown(sctx)
-	log.Info("cairn controller-manager stopped")
-	return err
+	return cm.Wait()
 }
 
-// listen opens the manager's listener on --listen and returns it with the
-// URL API servers reach it at and its peer certificate. With a peer
-// certificate from the API server (obtainPeer) it serves HTTPS with it;
-// without one it serves plain HTTP, and warns that API servers will not
-// forward trace requests to it. Errors: the address cannot be listened
-// on.
-func listen(ctx context.Context, f *flags, apiTLS *tls.Config, token string, log *slog.Logger) (net.Listener, string, *peer, error) {
-	l, err := net.Listen("tcp", f.listen)
+// options are the controller manager's options from the flags. Errors
+// name the flag.
+func (f *flags) options(stderr io.Writer) (daemon.ControllerManagerOptions, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return daemon.ControllerManagerOptions{}, fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
+	}
+	switch {
+	case f.server == "":
+		return daemon.ControllerManagerOptions{}, errors.New("--server is required: the URL of the cairn API server")
+	case f.tokenFile == "":
+		return daemon.ControllerManagerOptions{}, errors.New("--token-file is required: a file holding the token the controllers act with")
+	}
+	ctrls, err := f.ctrl.Selected()
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("--listen %s: %w", f.listen, err)
+		return daemon.ControllerManagerOptions{}, err
 	}
-	var advertised string
-	if u, err := neturl.Parse(f.advertise); err == nil {
-		advertised = u.Hostname()
+	if len(ctrls) == 0 {
+		return daemon.ControllerManagerOptions{}, errors.New("--controllers selects no controller: a controller manager needs at least one")
 	}
-	p, err := obtainPeer(ctx, apiTLS, f.server, token, pki.Hosts(l.Addr().String(), advertised))
-	scheme := "https://"
+	runtimeDir, isolation, err := f.runtime()
 	if err != nil {
-		log.Warn("no peer certificate from the API server: serving plain HTTP, so API servers will not forward trace "+
-			"requests to this process", "err", err)
-		scheme, p = "http://", nil
-	} else {
-		l = tls.NewListener(l, p.serverConfig())
+		return daemon.ControllerManagerOptions{}, err
 	}
-	url := scheme + l.Addr().String()
-	if f.advertise != "" {
-		url = strings.TrimSuffix(f.advertise, "/")
-		if p != nil && strings.HasPrefix(url, "http://") {
-			log.Warn("--advertise-url is http://, but this process serves HTTPS: API servers will not forward trace "+
-				"requests to it; advertise https://", "advertise", url)
-		}
+	token, err := readToken(f.tokenFile)
+	if err != nil {
+		return daemon.ControllerManagerOptions{}, err
 	}
-	return l, url, p, nil
+	return daemon.ControllerManagerOptions{Server: f.server, Token: token, TokenSource: "--token-file " + f.tokenFile,
+		CAFile: f.caFile, Listen: f.listen, AdvertiseURL: f.advertise, Controllers: ctrls, LeaderTTL: f.ctrl.LeaderTTL,
+		RuntimeDir: runtimeDir, RuntimeIsolation: isolation,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}, nil
 }
 
 // readToken reads a bearer token from path, refusing a file that other
@@ -240,12 +151,6 @@ func readToken(path string) (string, error) {
 		return "", fmt.Errorf("--token-file %s is empty", path)
 	}
 	return token, nil
-}
-
-// httpURL reports whether s is an http(s)://host[:port] URL.
-func httpURL(s string) bool {
-	u, err := neturl.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // defaultIsolatedRuntimeDir is the runtime dir when units run as users of
@@ -276,12 +181,4 @@ func (f *flags) runtime() (string, rtlocal.Isolation, error) {
 	default:
 		return defaultIsolatedRuntimeDir, isolation, nil
 	}
-}
-
-// controllersConfig is the controllers' configuration from the flags.
-func (f *flags) controllersConfig() controllers.Config {
-	cfg := f.events
-	cfg.GCWorkers = f.gcWorkers
-	cfg.DeployItemTimeouts = deployitem.NeverAsNegative(f.timeouts)
-	return cfg
 }

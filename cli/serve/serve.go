@@ -21,7 +21,6 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
-	"cairn.dev/cairn/deployitem"
 	"cairn.dev/cairn/internal/gopace"
 	rtlocal "cairn.dev/cairn/runtime/local"
 )
@@ -35,12 +34,9 @@ type flags struct {
 	dataDir            string
 	etcdEndpoints      []string
 	encryptionKeyFile  string
-	controllers        string
+	ctrl               controllers.Flags
 	compactionInterval time.Duration
 	bookmarkInterval   time.Duration
-	leaderTTL          time.Duration
-	events             controllers.Config
-	gcWorkers          int
 	logLevel           string
 	writeConfig        bool
 
@@ -55,8 +51,6 @@ type flags struct {
 	storeQuota    string
 	memory        memoryFlags
 
-	// timeouts are the deploy item timeouts' defaults.
-	timeouts deployitem.Timeouts
 	// The local runtime of the commands the controllers run.
 	runtimeDir       string
 	runtimeIsolation rtlocal.IsolationFlags
@@ -130,15 +124,9 @@ kubectl and client-go: KUBECONFIG=~/.cairn/kubeconfig kubectl get secrets.`,
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir(), "directory for the embedded etcd, the admin token and the encryption key")
 	fs.StringSliceVar(&f.etcdEndpoints, "etcd-endpoints", nil, "use this external etcd cluster (comma-separated URLs) instead of the embedded one")
 	fs.StringVar(&f.encryptionKeyFile, "encryption-key-file", "", "file with the secret-encryption key (default <data-dir>/encryption.key); every server on one etcd needs the same key")
-	fs.StringVar(&f.controllers, "controllers", "true", "which controllers to run while this server leads them: true (all), false (serve the API only), or a list ("+strings.Join(controllers.Names(), ",")+")")
+	f.ctrl.AddFlags(fs, "which controllers to run while this server leads them: true (all), false (serve the API only), or a list ("+strings.Join(controllers.Names(), ",")+")")
 	fs.DurationVar(&f.compactionInterval, "compaction-interval", 5*time.Minute, "compact store history older than this, this often")
 	fs.DurationVar(&f.bookmarkInterval, "bookmark-interval", 30*time.Second, "how often watches receive a BOOKMARK")
-	fs.DurationVar(&f.leaderTTL, "leader-ttl", 5*time.Second, "how long a dead leader blocks failover")
-	fs.IntVar(&f.gcWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
-	f.events.AddEventFlags(fs)
-	fs.DurationVar(&f.timeouts.Pickup, "deployitem-pickup-timeout", deployitem.DefaultPickup, "how long a deploy item may wait for a deployer to pick it up before it fails (0: never)")
-	fs.DurationVar(&f.timeouts.Aborting, "deployitem-aborting-timeout", deployitem.DefaultAborting, "how long a deployer may take to abort a deploy item before it fails (0: never)")
-	fs.DurationVar(&f.timeouts.Progressing, "deployitem-progressing-timeout", deployitem.DefaultProgressing, "how long a deployer may work on a deploy item before it is aborted, unless its spec.timeout says otherwise (0: never)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&f.writeConfig, "write-config", true, "write ~/.cairn/config (server, admin token and CA) when it does not exist, and ~/.cairn/kubeconfig")
 
@@ -189,15 +177,9 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	if f.etcdMaxTxnOps < daemon.MinTxnOps {
 		return fmt.Errorf("--etcd-max-txn-ops must be at least %d (one object's write within the metadata limits), got %d", daemon.MinTxnOps, f.etcdMaxTxnOps)
 	}
-	if f.gcWorkers < 0 {
-		return fmt.Errorf("--gc-workers must not be negative, got %d", f.gcWorkers)
-	}
-	if err := f.controllersConfig().CheckEvents(); err != nil {
-		return err
-	}
-	ctrls, err := controllers.Select(controllers.List(f.controllersConfig()), f.controllers)
+	ctrls, err := f.ctrl.Selected()
 	if err != nil {
-		return fmt.Errorf("--controllers: %w", err)
+		return err
 	}
 	nsObjects, nsBytes, err := namespaceLimits(f)
 	if err != nil {
@@ -216,7 +198,7 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 		TLSCertFile: f.tlsCertFile, TLSKeyFile: f.tlsKeyFile, InsecureHTTP: f.insecureHTTP,
 		EncryptionKeyFile: f.encryptionKeyFile, ClientConfigPath: cfgPath,
 		Controllers: ctrls, CompactionInterval: f.compactionInterval,
-		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.leaderTTL,
+		BookmarkInterval: f.bookmarkInterval, LeaderTTL: f.ctrl.LeaderTTL,
 		BodyReadTimeout: f.requestBodyTimeout, StoreTimeout: f.storeTimeout,
 		NamespaceMaxObjects: nsObjects, NamespaceMaxBytes: nsBytes,
 		Logger: log, MaxTxnOps: f.etcdMaxTxnOps, StoreQuota: quota,
@@ -272,12 +254,4 @@ func noLimitIfZero[T int | int64 | time.Duration](v T) T {
 		return -1
 	}
 	return v
-}
-
-// controllersConfig is the controllers' configuration from the flags.
-func (f *flags) controllersConfig() controllers.Config {
-	cfg := f.events
-	cfg.GCWorkers = f.gcWorkers
-	cfg.DeployItemTimeouts = deployitem.NeverAsNegative(f.timeouts)
-	return cfg
 }

@@ -1,4 +1,4 @@
-package controllermanager
+package daemon
 
 import (
 	"bytes"
@@ -28,8 +28,8 @@ import (
 // token that is no admin's) it serves plain HTTP, and API servers refuse
 // to forward to it.
 
-// peer is the controller manager's part among cairn's processes.
-type peer struct {
+// cmPeer is the controller manager's part among cairn's processes.
+type cmPeer struct {
 	// cert is its peer certificate, which it serves and presents.
 	cert tls.Certificate
 	// roots holds cairn's CA: what forwarding servers are verified with.
@@ -37,11 +37,11 @@ type peer struct {
 }
 
 // serverConfig is the TLS configuration of the manager's listener.
-func (p *peer) serverConfig() *tls.Config { return pki.PeerServerConfig(p.cert, p.cert, p.roots) }
+func (p *cmPeer) serverConfig() *tls.Config { return pki.PeerServerConfig(p.cert, p.cert, p.roots) }
 
 // apiConfig is apiTLS (the client configuration the API server is reached
 // with; nil: the system's roots) presenting the peer certificate.
-func (p *peer) apiConfig(apiTLS *tls.Config) *tls.Config {
+func (p *cmPeer) apiConfig(apiTLS *tls.Config) *tls.Config {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if apiTLS != nil {
 		cfg = apiTLS.Clone()
@@ -55,7 +55,7 @@ func (p *peer) apiConfig(apiTLS *tls.Config) *tls.Config {
 // for one request of at most 10 seconds. Errors: the server's refusal
 // (403 for a token that is no admin's, 503 for a server without a CA),
 // no answer, or an answer that is no peer certificate of the CA it names.
-func obtainPeer(ctx context.Context, apiTLS *tls.Config, server, token string, hosts []string) (*peer, error) {
+func obtainPeer(ctx context.Context, apiTLS *tls.Config, server, token string, hosts []string) (*cmPeer, error) {
 	csr, key, err := pki.NewPeerRequest(hosts)
 	if err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func obtainPeer(ctx context.Context, apiTLS *tls.Config, server, token string, h
 
 // parsePeer checks that pc is a peer certificate of the CA it names for
 // key. Errors: malformed PEM, or a certificate that is no such peer's.
-func parsePeer(pc api.PeerCertificate, key *ecdsa.PrivateKey) (*peer, error) {
+func parsePeer(pc api.PeerCertificate, key *ecdsa.PrivateKey) (*cmPeer, error) {
 	roots, err := pki.Pool([]byte(pc.CA))
 	if err != nil {
 		return nil, err
@@ -117,5 +117,5 @@ func parsePeer(pc api.PeerCertificate, key *ecdsa.PrivateKey) (*peer, error) {
 		return nil, errors.New("the peer certificate is not for this process's key")
 	}
 	cert.Leaf = chain[0]
-	return &peer{cert: cert, roots: roots}, nil
+	return &cmPeer{cert: cert, roots: roots}, nil
 }
