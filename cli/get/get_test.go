@@ -21,10 +21,10 @@ func seed(t *testing.T, srv *servertest.Server) {
 	t.Helper()
 	r := clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{
 		Args: []string{"apply", "-f", "-"},
-		Stdin: "kind: Namespace\nmetadata: {name: team}\n---\n" +
-			"kind: Secret\nmetadata: {name: db, labels: {app: web}}\nstringData: {password: hunter2, user: admin}\n---\n" +
-			"kind: Secret\nmetadata: {name: api, labels: {app: api}}\ntype: token\nstringData: {token: s3cr3t}\n---\n" +
-			"kind: Secret\nmetadata: {name: other, namespace: team, labels: {app: web}}\n",
+		Stdin: "apiVersion: cairn.dev/v1alpha1\nkind: Namespace\nmetadata: {name: team}\n---\n" +
+			"apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: db, labels: {app: web}}\nstringData: {password: hunter2, user: admin}\n---\n" +
+			"apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: api, labels: {app: api}}\ntype: token\nstringData: {token: s3cr3t}\n---\n" +
+			"apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: other, namespace: team, labels: {app: web}}\n",
 	}, nil)
 	if r.Error != nil {
 		t.Fatalf("seed: %v %s", r.Error, r.Err)
