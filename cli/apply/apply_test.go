@@ -84,7 +84,7 @@ func TestApply_MultiDocumentFileDirectoryAndStdin(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "1-ns.yaml", "apiVersion: cairn.dev/v1alpha1\nkind: Namespace\nmetadata: {name: team}\n")
 	write(t, dir, "2-secrets.yaml", "---\napiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: a, namespace: team}\n---\napiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: b}\n")
-	write(t, dir, "3-more.json", `{"kind":"Secret","metadata":{"name":"c","namespace":"team"}}`)
+	write(t, dir, "3-more.json", `{"apiVersion":"cairn.dev/v1alpha1","kind":"Secret","metadata":{"name":"c","namespace":"team"}}`)
 
 	r := clitest.Run(t, srv.Config(), "apply", "-f", dir, "-n", "team")
 	want := "namespace/team created\nsecret/a created\nsecret/b created\nsecret/c created\n"
@@ -112,7 +112,7 @@ func TestApply_ParseErrorNamesFileAndLineAndAppliesNothing(t *testing.T) {
 	if r.Error == nil {
 		t.Fatalf("apply succeeded: %q", r.Out)
 	}
-	if want := f + ":7: "; !strings.Contains(r.Err, want) {
+	if want := f + ":9: "; !strings.Contains(r.Err, want) {
 		t.Errorf("stderr %q does not contain %q", r.Err, want)
 	}
 	if _, err := srv.Registry.Get(identity.With(context.Background(), identity.System()), "Secret", "default", "first"); err == nil {
@@ -135,7 +135,7 @@ func TestApply_ServerErrorsNameTheObject(t *testing.T) {
 		{
 			name: "invalid object prints each field error",
 			body: "apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: db}\ndata:\n  \"bad key!\": eA==\n  \"also bad\": eA==\n",
-			want: []string{"f.yaml:1: secret/db: Secret \"db\" is invalid:\n  * data[also bad]: ", "\n  * data[bad key!]: "},
+			want: []string{"f.yaml:4: secret/db: Secret \"db\" is invalid:\n  * data[also bad]: ", "\n  * data[bad key!]: "},
 		},
 		{
 			name: "missing namespace",

@@ -112,6 +112,9 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 	case f.advertise != "" && !httpURL(f.advertise):
 		return fmt.Errorf("--advertise-url %q: want http(s)://host[:port]", f.advertise)
 	}
+	if err := absPaths(f); err != nil {
+		return err
+	}
 	if err := f.controllersConfig().CheckEvents(); err != nil {
 		return err
 	}
@@ -151,7 +154,7 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 	rt, err := rtlocal.New(rtlocal.Options{Root: runtimeDir, Logger: log, Isolation: isolation})
 	if err != nil {
 		l.Close()
-		return fmt.Errorf("--runtime-dir %s: %w", runtimeDir, err)
+		return runtimeDirError(runtimeDir, err)
 	}
 	defer rt.Close()
 	m, err := manager.New(manager.Options{Client: c, Controllers: ctrls, Identity: url, LeaderElection: true,

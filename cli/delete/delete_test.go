@@ -111,7 +111,7 @@ func TestDelete_FromManifestAndMissingObjects(t *testing.T) {
 	srv := servertest.Start(t)
 	apply(t, srv, "apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: a}\n")
 	f := filepath.Join(t.TempDir(), "m.yaml")
-	if err := os.WriteFile(f, []byte("apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: a}\n---\napiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: ghost}\n"), 0o600); err != nil {
+	if err := os.WriteFile(f, []byte("kind: Secret\nmetadata: {name: a}\n---\nkind: Secret\nmetadata: {name: ghost}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := clitest.Run(t, srv.Config(), "delete", "-f", f)

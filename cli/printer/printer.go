@@ -258,6 +258,9 @@ func (p *Printer) widthsOf(rows [][]string) []int {
 			w[i] = max(w[i], len([]rune(c)))
 		}
 	}
+	if p.opts.WatchEvents {
+		w[0] = max(w[0], len(api.Modified)) // the longest event
+	}
 	return w
 }
 
