@@ -116,6 +116,7 @@ func strictDecode(kind, name string, raw []byte, v any) (done bool, err error) {
 		if errors.As(e, &fe) {
 			path = api.ShowPath(fe.FieldPath())
 			what, _, _ = strings.Cut(what, " \"")
+			what += didYouMean(reflect.TypeOf(v), fe.FieldPath(), what)
 		}
 		msg := what + " (field names are case-sensitive and appear once)"
 		causes = append(causes, api.StatusCause{Field: path, Type: "FieldValueNotSupported", Message: msg})
@@ -124,4 +125,17 @@ func strictDecode(kind, name string, raw []byte, v any) (done bool, err error) {
 	st := api.NewBadRequest("%s %q: %s (field names are case-sensitive and appear once)", kind, name, strings.Join(msgs, "; "))
 	st.Details = &api.StatusDetails{Kind: kind, Name: name, Causes: causes}
 	return true, st
+}
+
+// didYouMean is ", did you mean NAME?" when the unknown field at path
+// likely misspells a field its holder has, else "" (also for duplicates).
+func didYouMean(t reflect.Type, path, what string) string {
+	if what != "unknown field" {
+		return ""
+	}
+	name := path[strings.LastIndex(path, ".")+1:]
+	if k, ok := suggest(name, fieldsAt(t, path)); ok {
+		return ", did you mean " + k + "?"
+	}
+	return ""
 }

@@ -102,9 +102,6 @@ func Apply(ctx context.Context, s *session.Session, objs []manifest.Object) erro
 		}
 		obj := m.DeepCopy()
 		obj.Kind = kind.Kind
-		if obj.APIVersion == "" {
-			obj.APIVersion = api.APIVersion
-		}
 		obj.Namespace = s.NamespaceFor(kind, obj.Namespace)
 		res, out, err := One(ctx, c, obj)
 		if err != nil {
@@ -115,7 +112,7 @@ func Apply(ctx context.Context, s *session.Session, objs []manifest.Object) erro
 			if obj.Name == "" {
 				ref = printer.ObjectName(kind.Kind, obj.GenerateName+"*")
 			}
-			errs = append(errs, session.Explain(fmt.Errorf("%s: %s: %w", m.Where(), ref, err)))
+			errs = append(errs, session.Explain(fmt.Errorf("%s: %s: %w", m.WhereError(err), ref, err)))
 			continue
 		}
 		if _, err := fmt.Fprintf(s.Streams.Out, "%s %s\n", printer.ObjectName(out.Kind, out.Name), res); err != nil {

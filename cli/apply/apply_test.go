@@ -52,7 +52,7 @@ func TestApply_CreateThenConfigureThenUnchanged(t *testing.T) {
 func TestApply_KeepsStatusFinalizersAndForeignAnnotations(t *testing.T) {
 	srv := servertest.Start(t)
 	ctx := identity.With(context.Background(), identity.System()) // for the registry
-	f := write(t, t.TempDir(), "ns.yaml", "kind: Namespace\nmetadata:\n  name: team\n  annotations: {mine: a}\n")
+	f := write(t, t.TempDir(), "ns.yaml", "apiVersion: cairn.dev/v1alpha1\nkind: Namespace\nmetadata:\n  name: team\n  annotations: {mine: a}\n")
 	if r := clitest.Run(t, srv.Config(), "apply", "-f", f); r.Error != nil {
 		t.Fatalf("apply: %v", r.Error)
 	}
@@ -60,7 +60,7 @@ func TestApply_KeepsStatusFinalizersAndForeignAnnotations(t *testing.T) {
 		[]byte(`{"metadata":{"finalizers":["test/hold"],"annotations":{"controller":"x"}}}`), false); err != nil {
 		t.Fatal(err)
 	}
-	f = write(t, t.TempDir(), "ns.yaml", "kind: Namespace\nmetadata:\n  name: team\n  annotations: {mine: b}\n")
+	f = write(t, t.TempDir(), "ns.yaml", "apiVersion: cairn.dev/v1alpha1\nkind: Namespace\nmetadata:\n  name: team\n  annotations: {mine: b}\n")
 	r := clitest.Run(t, srv.Config(), "apply", "-f", f)
 	if r.Error != nil || r.Out != "namespace/team configured\n" {
 		t.Fatalf("apply: %q %v", r.Out, r.Error)
@@ -82,9 +82,9 @@ func TestApply_KeepsStatusFinalizersAndForeignAnnotations(t *testing.T) {
 func TestApply_MultiDocumentFileDirectoryAndStdin(t *testing.T) {
 	srv := servertest.Start(t)
 	dir := t.TempDir()
-	write(t, dir, "1-ns.yaml", "kind: Namespace\nmetadata: {name: team}\n")
-	write(t, dir, "2-secrets.yaml", "---\nkind: Secret\nmetadata: {name: a, namespace: team}\n---\nkind: Secret\nmetadata: {name: b}\n")
-	write(t, dir, "3-more.json", `{"kind":"Secret","metadata":{"name":"c","namespace":"team"}}`)
+	write(t, dir, "1-ns.yaml", "apiVersion: cairn.dev/v1alpha1\nkind: Namespace\nmetadata: {name: team}\n")
+	write(t, dir, "2-secrets.yaml", "---\napiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: a, namespace: team}\n---\napiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: b}\n")
+	write(t, dir, "3-more.json", `{"apiVersion":"cairn.dev/v1alpha1","kind":"Secret","metadata":{"name":"c","namespace":"team"}}`)
 
 	r := clitest.Run(t, srv.Config(), "apply", "-f", dir, "-n", "team")
 	want := "namespace/team created\nsecret/a created\nsecret/b created\nsecret/c created\n"
@@ -97,7 +97,7 @@ func TestApply_MultiDocumentFileDirectoryAndStdin(t *testing.T) {
 
 	r = clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{
 		Args:  []string{"apply", "-f", "-"},
-		Stdin: "kind: Secret\nmetadata: {name: s1}\n---\nkind: secrets\nmetadata: {name: s2}\n",
+		Stdin: "apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: s1}\n---\napiVersion: cairn.dev/v1alpha1\nkind: secrets\nmetadata: {name: s2}\n",
 	}, nil)
 	if r.Error != nil || r.Out != "secret/s1 created\nsecret/s2 created\n" {
 		t.Fatalf("apply stdin: out %q err %v", r.Out, r.Error)
@@ -107,12 +107,12 @@ func TestApply_MultiDocumentFileDirectoryAndStdin(t *testing.T) {
 func TestApply_ParseErrorNamesFileAndLineAndAppliesNothing(t *testing.T) {
 	srv := servertest.Start(t)
 	f := write(t, t.TempDir(), "broken.yaml",
-		"kind: Secret\nmetadata: {name: first}\n---\nkind: Secret\nmetadata:\n  name: second\n   bad: indent\n")
+		"apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: first}\n---\napiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata:\n  name: second\n   bad: indent\n")
 	r := clitest.Run(t, srv.Config(), "apply", "-f", f)
 	if r.Error == nil {
 		t.Fatalf("apply succeeded: %q", r.Out)
 	}
-	if want := f + ":7: "; !strings.Contains(r.Err, want) {
+	if want := f + ":9: "; !strings.Contains(r.Err, want) {
 		t.Errorf("stderr %q does not contain %q", r.Err, want)
 	}
 	if _, err := srv.Registry.Get(identity.With(context.Background(), identity.System()), "Secret", "default", "first"); err == nil {
@@ -129,17 +129,17 @@ func TestApply_ServerErrorsNameTheObject(t *testing.T) {
 	}{
 		{
 			name: "unknown kind lists served kinds",
-			body: "kind: Gadget\nmetadata: {name: g}\n",
+			body: "apiVersion: cairn.dev/v1alpha1\nkind: Gadget\nmetadata: {name: g}\n",
 			want: []string{"f.yaml:1: unknown kind \"Gadget\"", "Namespace (ns)", "Secret"},
 		},
 		{
 			name: "invalid object prints each field error",
-			body: "kind: Secret\nmetadata: {name: db}\ndata:\n  \"bad key!\": eA==\n  \"also bad\": eA==\n",
-			want: []string{"f.yaml:1: secret/db: Secret \"db\" is invalid:\n  * data[also bad]: ", "\n  * data[bad key!]: "},
+			body: "apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: db}\ndata:\n  \"bad key!\": eA==\n  \"also bad\": eA==\n",
+			want: []string{"f.yaml:4: secret/db: Secret \"db\" is invalid:\n  * data[also bad]: ", "\n  * data[bad key!]: "},
 		},
 		{
 			name: "missing namespace",
-			body: "kind: Secret\nmetadata: {name: s, namespace: nowhere}\n",
+			body: "apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: s, namespace: nowhere}\n",
 			want: []string{"f.yaml:1: secret/s:", "nowhere"},
 		},
 	}

@@ -31,9 +31,11 @@ func TestApply_HangingDeletionIsExplainedAndReleasedByDeleteWithoutUninstall(t *
 		return r
 	}
 	r := clitest.RunContext(context.Background(), t, d.ClientConfig(), clitest.Cmd{Args: []string{"apply", "-f", "-"}, Stdin: `
+apiVersion: cairn.dev/v1alpha1
 kind: Namespace
 metadata: {name: hang}
 ---
+apiVersion: cairn.dev/v1alpha1
 kind: Installation
 metadata: {name: stuck, namespace: hang}
 spec:

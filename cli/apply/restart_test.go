@@ -21,9 +21,11 @@ import (
 // restartTree is a three-level installation tree whose container deploy
 // items each append a line to a file of their own under %[1]s, so a test
 // can count how often each ran; the leaf takes a while.
-const restartTree = `kind: Namespace
+const restartTree = `apiVersion: cairn.dev/v1alpha1
+kind: Namespace
 metadata: {name: crash}
 ---
+apiVersion: cairn.dev/v1alpha1
 kind: Blueprint
 metadata: {name: leaf, namespace: crash}
 spec:
@@ -41,6 +43,7 @@ spec:
   - name: out
     template: "exports: {said: {{ .deployItems.say.exports | toJson }}}"
 ---
+apiVersion: cairn.dev/v1alpha1
 kind: Blueprint
 metadata: {name: middle, namespace: crash}
 spec:
@@ -62,6 +65,7 @@ spec:
   - name: out
     template: "exports: {said: {{ .subinstallations.leaf.exports.said | quote }}}"
 ---
+apiVersion: cairn.dev/v1alpha1
 kind: Installation
 metadata: {name: top, namespace: crash}
 spec:

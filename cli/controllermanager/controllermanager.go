@@ -93,6 +93,8 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 	cm, err := daemon.StartControllerManager(ctx, opts)
 	var oe *daemon.OptionError
 	switch {
+	case errors.As(err, &oe) && oe.Option == "RuntimeDir":
+		return runtimeDirError(opts.RuntimeDir, oe.Err)
 	case errors.As(err, &oe) && optionFlags[oe.Option] != "":
 		return fmt.Errorf("%s: %w", optionFlags[oe.Option], oe.Err)
 	case err != nil:
@@ -113,6 +115,9 @@ func (f *flags) options(stderr io.Writer) (daemon.ControllerManagerOptions, erro
 		return daemon.ControllerManagerOptions{}, errors.New("--server is required: the URL of the cairn API server")
 	case f.tokenFile == "":
 		return daemon.ControllerManagerOptions{}, errors.New("--token-file is required: a file holding the token the controllers act with")
+	}
+	if err := absPaths(f); err != nil {
+		return daemon.ControllerManagerOptions{}, err
 	}
 	ctrls, err := f.ctrl.Selected()
 	if err != nil {

@@ -198,6 +198,7 @@ func deleteTargets(ctx context.Context, s *session.Session, targets []target, fl
 			}
 			continue
 		}
+		prior := alreadyDeleting(ctx, c, t)
 		_, gone, err := c.Delete(ctx, t.kind.Kind, t.ns, t.name, api.DeleteOptions{Force: flags.Force,
 			PropagationPolicy: propagation[flags.Cascade], DryRun: flags.DryRun == "server"})
 		switch {
@@ -220,7 +221,11 @@ func deleteTargets(ctx context.Context, s *session.Session, targets []target, fl
 		if flags.DryRun == "server" {
 			msg += " (server dry run)"
 		}
-		if _, err := fmt.Fprintf(s.Streams.Out, "%s %s\n", ref, msg); err != nil {
+		line := ref + " " + msg
+		if prior != nil && !gone {
+			line = stillDeleting(ref, prior, time.Now())
+		}
+		if _, err := fmt.Fprintln(s.Streams.Out, line); err != nil {
 			return err
 		}
 	}

@@ -44,7 +44,7 @@ func finish(t *testing.T, srv *servertest.Server, kind, ns, name string) {
 
 func TestDelete_MarksThenWaitBlocksUntilGone(t *testing.T) {
 	srv := servertest.Start(t)
-	apply(t, srv, "kind: Secret\nmetadata: {name: a}\n---\nkind: Secret\nmetadata: {name: b}\n")
+	apply(t, srv, "apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: a}\n---\napiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: b}\n")
 
 	r := clitest.Run(t, srv.Config(), "delete", "secret", "a")
 	if r.Error != nil || r.Out != "secret/a marked for deletion\n" {
@@ -67,7 +67,7 @@ func TestDelete_MarksThenWaitBlocksUntilGone(t *testing.T) {
 
 func TestDelete_WaitTimesOutSayingWhatItSaw(t *testing.T) {
 	srv := servertest.Start(t)
-	apply(t, srv, "kind: Secret\nmetadata: {name: stuck}\n")
+	apply(t, srv, "apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: stuck}\n")
 	start := time.Now()
 	r := clitest.Run(t, srv.Config(), "delete", "secret", "stuck", "--wait", "--timeout", "300ms")
 	if r.Error == nil {
@@ -86,7 +86,7 @@ func TestDelete_WaitTimesOutSayingWhatItSaw(t *testing.T) {
 
 func TestDelete_ForceRemovesAtOnceForAdminsOnly(t *testing.T) {
 	srv := servertest.Start(t)
-	apply(t, srv, "kind: Secret\nmetadata: {name: a, finalizers: [test/hold]}\n---\nkind: Secret\nmetadata: {name: b}\n")
+	apply(t, srv, "apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: a, finalizers: [test/hold]}\n---\napiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: b}\n")
 
 	user := srv.NewToken(t, identity.User{Name: "alice"})
 	cfg := srv.Config()
@@ -109,7 +109,7 @@ func TestDelete_ForceRemovesAtOnceForAdminsOnly(t *testing.T) {
 
 func TestDelete_FromManifestAndMissingObjects(t *testing.T) {
 	srv := servertest.Start(t)
-	apply(t, srv, "kind: Secret\nmetadata: {name: a}\n")
+	apply(t, srv, "apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: a}\n")
 	f := filepath.Join(t.TempDir(), "m.yaml")
 	if err := os.WriteFile(f, []byte("kind: Secret\nmetadata: {name: a}\n---\nkind: Secret\nmetadata: {name: ghost}\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestDelete_FromManifestAndMissingObjects(t *testing.T) {
 
 func TestDelete_CascadeAndDryRun(t *testing.T) {
 	srv := servertest.Start(t)
-	apply(t, srv, "kind: Secret\nmetadata: {name: owner}\n")
+	apply(t, srv, "apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: owner}\n")
 	ctx := context.Background()
 	c := srv.Client(t)
 	owner, err := c.Get(ctx, "Secret", "default", "owner")

@@ -34,8 +34,8 @@ func TestDescribe_SecretShowsMetadataAndKeySizesNeverValues(t *testing.T) {
 	srv := servertest.Start(t)
 	r := clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{
 		Args: []string{"apply", "-f", "-", "-n", "team"},
-		Stdin: "kind: Namespace\nmetadata: {name: team}\n---\n" +
-			"kind: Secret\nmetadata:\n  name: db\n  labels: {app: web, tier: db}\n  annotations: {note: hello}\n" +
+		Stdin: "apiVersion: cairn.dev/v1alpha1\nkind: Namespace\nmetadata: {name: team}\n---\n" +
+			"apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata:\n  name: db\n  labels: {app: web, tier: db}\n  annotations: {note: hello}\n" +
 			"stringData: {password: hunter2, user: admin}\n",
 	}, nil)
 	if r.Error != nil {
@@ -97,7 +97,7 @@ func TestDescribe_HidesTheFieldsTheKindDeclaresSensitive(t *testing.T) {
 	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(kinds.Deps{}), vaultKind())...))
 	r := clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{
 		Args: []string{"apply", "-f", "-"},
-		Stdin: "kind: Vault\nmetadata: {name: v}\n" +
+		Stdin: "apiVersion: cairn.dev/v1alpha1\nkind: Vault\nmetadata: {name: v}\n" +
 			"credentials: {apiKey: s3cr3t-key, pin: pin-0042}\ntoken: tok-123456\nspec: {visible: shown-value}\n",
 	}, nil)
 	if r.Error != nil {

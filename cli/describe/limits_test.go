@@ -13,8 +13,8 @@ func TestDescribe_NamespaceShowsItsLimitsAndUsage(t *testing.T) {
 	srv := servertest.Start(t)
 	r := clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{
 		Args: []string{"apply", "-f", "-"},
-		Stdin: "kind: Namespace\nmetadata: {name: team}\nspec:\n  limits: {objects: 100}\n---\n" +
-			"kind: Secret\nmetadata: {name: db, namespace: team}\nstringData: {password: hunter2}\n",
+		Stdin: "apiVersion: cairn.dev/v1alpha1\nkind: Namespace\nmetadata: {name: team}\nspec:\n  limits: {objects: 100}\n---\n" +
+			"apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: db, namespace: team}\nstringData: {password: hunter2}\n",
 	}, nil)
 	if r.Error != nil {
 		t.Fatalf("apply: %v %s", r.Error, r.Err)

@@ -109,6 +109,9 @@ func create(ctx context.Context, s *session.Session, f *createFlags) error {
 	}
 	out, err := c.Create(ctx, obj)
 	if err != nil {
+		if why := missingTarget(ctx, c, s.Namespace, f.Project); why != nil {
+			return why
+		}
 		return err
 	}
 	names := []string{out.Name}
@@ -130,6 +133,9 @@ func create(ctx context.Context, s *session.Session, f *createFlags) error {
 			names = append(names, m.Metadata.Name)
 		}
 		if len(names) == 0 {
+			if why := missingTarget(ctx, c, s.Namespace, ""); why != nil {
+				return why
+			}
 			_, err := fmt.Fprintln(s.Streams.Out, "no project is subscribed to this event")
 			return err
 		}

@@ -76,7 +76,7 @@ func TestEventCreate_FanOutAndCancel(t *testing.T) {
 	if r := clitest.Run(t, d.ClientConfig(), "event", "create", "--source", "nobody", "--type", "x"); r.Error != nil || r.Out != "no project is subscribed to this event\n" {
 		t.Fatalf("fan-out to nobody: %q %v", r.Out, r.Error)
 	}
-	if r := clitest.Run(t, d.ClientConfig(), "event", "create", "--project", "ghost", "--source", "s", "--type", "x"); r.Error == nil || !strings.Contains(r.Error.Error(), "spec.project") {
+	if r := clitest.Run(t, d.ClientConfig(), "event", "create", "--project", "ghost", "--source", "s", "--type", "x"); r.Error == nil || !strings.Contains(r.Error.Error(), `project "ghost" not found in namespace "default"`) {
 		t.Fatalf("event for a missing project: %q %v", r.Out, r.Error)
 	}
 	name := strings.TrimSuffix(strings.TrimPrefix(lines[0], "event/"), " created")

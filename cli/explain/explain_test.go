@@ -201,8 +201,8 @@ func createDeletingNamespace(t *testing.T, srv *servertest.Server) {
 	t.Helper()
 	r := clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{
 		Args: []string{"apply", "-f", "-", "-n", "demo"},
-		Stdin: "kind: Namespace\nmetadata: {name: demo}\n---\n" +
-			"kind: Secret\nmetadata: {name: db}\nstringData: {password: hunter2}\n",
+		Stdin: "apiVersion: cairn.dev/v1alpha1\nkind: Namespace\nmetadata: {name: demo}\n---\n" +
+			"apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: hunter2}\n",
 	}, nil)
 	if r.Error != nil {
 		t.Fatalf("apply: %v %s", r.Error, r.Err)

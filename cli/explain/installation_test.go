@@ -18,9 +18,11 @@ import (
 func TestExplain_InstallationSaysWhichSiblingItWaitsForAndWhichItemFailed(t *testing.T) {
 	d, _ := clitest.StartDaemon(t, daemon.Options{Controllers: controllers.List(controllers.Config{}), LeaderTTL: time.Second})
 	r := clitest.RunContext(t.Context(), t, d.ClientConfig(), clitest.Cmd{Args: []string{"apply", "-f", "-", "-n", "demo"}, Stdin: `
+apiVersion: cairn.dev/v1alpha1
 kind: Namespace
 metadata: {name: demo}
 ---
+apiVersion: cairn.dev/v1alpha1
 kind: Installation
 metadata: {name: shop, namespace: demo}
 spec:

@@ -38,7 +38,7 @@ func TestGet_ChunkSizePagesTheList(t *testing.T) {
 	srv := servertest.Start(t)
 	var manifest []string
 	for i := range 5 {
-		manifest = append(manifest, fmt.Sprintf("kind: Secret\nmetadata: {name: s%d}\n", i))
+		manifest = append(manifest, fmt.Sprintf("apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: s%d}\n", i))
 	}
 	if r := clitest.RunContext(t.Context(), t, srv.Config(), clitest.Cmd{
 		Args: []string{"apply", "-f", "-"}, Stdin: strings.Join(manifest, "---\n")}, nil); r.Error != nil {

@@ -24,6 +24,7 @@ type flagpole struct {
 	AllNamespaces bool
 	Selector      string
 	Watch         bool
+	WatchEvents   bool
 	ShowLabels    bool
 	NoHeaders     bool
 	ChunkSize     int64
@@ -59,6 +60,7 @@ func New(s *session.Session) *cobra.Command {
 	f.BoolVarP(&flags.AllNamespaces, "all-namespaces", "A", false, "list across all namespaces")
 	f.StringVarP(&flags.Selector, "selector", "l", "", "label selector: k=v,k!=v,k in (a,b),k,!k")
 	f.BoolVarP(&flags.Watch, "watch", "w", false, "after printing, watch for changes and print each")
+	f.BoolVar(&flags.WatchEvents, "output-watch-events", false, "with -w, add an EVENT column: ADDED, MODIFIED or DELETED")
 	f.BoolVar(&flags.ShowLabels, "show-labels", false, "add a LABELS column")
 	f.BoolVar(&flags.NoHeaders, "no-headers", false, "leave out the table header")
 	f.BoolVar(&flags.Tree, "tree", false, "for installations named: print each as a tree of its nested installations, execution and deploy items")
@@ -96,9 +98,12 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, kindName stri
 		}
 		return nil
 	}
+	if flags.WatchEvents && !flags.Watch {
+		return fmt.Errorf("--output-watch-events needs -w")
+	}
 	p := printer.New(s.Streams.Out, kind, printer.Options{
 		Format: format, AllNamespaces: flags.AllNamespaces && kind.Namespaced,
-		ShowLabels: flags.ShowLabels, NoHeaders: flags.NoHeaders,
+		ShowLabels: flags.ShowLabels, NoHeaders: flags.NoHeaders, WatchEvents: flags.WatchEvents,
 	})
 	var rv string
 	if len(names) > 0 {
@@ -119,6 +124,9 @@ func byName(ctx context.Context, c client.Interface, p *printer.Printer, kind ap
 	objs, missing, err := getNamed(ctx, c, kind, ns, names)
 	if err != nil {
 		return "", err
+	}
+	if len(objs) == 0 {
+		return "", errors.Join(missing...) // no empty List before the error
 	}
 	if len(names) == 1 && len(objs) == 1 {
 		err = p.PrintObject(objs[0])
@@ -156,7 +164,9 @@ func list(ctx context.Context, s *session.Session, c client.Interface, p *printe
 
 // Follow watches kind in ns from opts.ResourceVersion and prints every
 // change (only those of names, when given) until ctx is done, which ends
-// it without error. A stream the server closes or a broken connection is
+// it without error. A deletion prints the object's last row; an event that
+// would print the same row as the object's last one (a change no column
+// shows) prints nothing. A stream the server closes or a broken connection is
 // resumed from the last version seen; a version compacted away is an error.
 func Follow(ctx context.Context, c client.Interface, p *printer.Printer, kind api.KindInfo, ns string, opts api.ListOptions, names []string) error {
 	if opts.ResourceVersion == "" {
@@ -193,7 +203,7 @@ func Follow(ctx context.Context, c client.Interface, p *printer.Printer, kind ap
 				(len(names) > 0 && !slices.Contains(names, ev.Object.Name)) {
 				continue
 			}
-			if err := p.PrintRow(ev.Object); err != nil {
+			if err := p.PrintEvent(string(ev.Type), ev.Object); err != nil {
 				w.Stop()
 				return err
 			}

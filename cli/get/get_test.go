@@ -21,10 +21,10 @@ func seed(t *testing.T, srv *servertest.Server) {
 	t.Helper()
 	r := clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{
 		Args: []string{"apply", "-f", "-"},
-		Stdin: "kind: Namespace\nmetadata: {name: team}\n---\n" +
-			"kind: Secret\nmetadata: {name: db, labels: {app: web}}\nstringData: {password: hunter2, user: admin}\n---\n" +
-			"kind: Secret\nmetadata: {name: api, labels: {app: api}}\ntype: token\nstringData: {token: s3cr3t}\n---\n" +
-			"kind: Secret\nmetadata: {name: other, namespace: team, labels: {app: web}}\n",
+		Stdin: "apiVersion: cairn.dev/v1alpha1\nkind: Namespace\nmetadata: {name: team}\n---\n" +
+			"apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: db, labels: {app: web}}\nstringData: {password: hunter2, user: admin}\n---\n" +
+			"apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: api, labels: {app: api}}\ntype: token\nstringData: {token: s3cr3t}\n---\n" +
+			"apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: other, namespace: team, labels: {app: web}}\n",
 	}, nil)
 	if r.Error != nil {
 		t.Fatalf("seed: %v %s", r.Error, r.Err)
@@ -81,17 +81,17 @@ func TestGet_Outputs(t *testing.T) {
 		{
 			name: "comma-separated kinds: one table each, in the order asked",
 			args: []string{"get", "namespaces,secrets"},
-			want: "NAME STATUS AGE\ndefault Active AGE\nteam Active AGE\n\nNAME TYPE DATA AGE\napi token 1 AGE\ndb Opaque 2 AGE\n",
+			want: "NAME STATUS AGE\nnamespace/default Active AGE\nnamespace/team Active AGE\n\nNAME TYPE DATA AGE\nsecret/api token 1 AGE\nsecret/db Opaque 2 AGE\n",
 		},
 		{
 			name: "a kind with nothing to show is left out",
 			args: []string{"get", "cleaners,secret", "-l", "app=web"},
-			want: "NAME TYPE DATA AGE\ndb Opaque 2 AGE\n",
+			want: "NAME TYPE DATA AGE\nsecret/db Opaque 2 AGE\n",
 		},
 		{
 			name: "KIND/NAME arguments of several kinds",
 			args: []string{"get", "secret/db", "ns/team", "secret/api"},
-			want: "NAME TYPE DATA AGE\ndb Opaque 2 AGE\napi token 1 AGE\n\nNAME STATUS AGE\nteam Active AGE\n",
+			want: "NAME TYPE DATA AGE\nsecret/db Opaque 2 AGE\nsecret/api token 1 AGE\n\nNAME STATUS AGE\nnamespace/team Active AGE\n",
 		},
 		{
 			name: "KIND/NAME of one kind is get KIND NAME",
@@ -176,7 +176,7 @@ func TestGet_Errors(t *testing.T) {
 		{"not KIND/NAME", []string{"get", "secret/"}, `"secret/" is not KIND/NAME`, ""},
 		{"watch of several kinds", []string{"get", "secrets,ns", "-w"}, "-w follows one kind", ""},
 		{"unknown kind among several", []string{"get", "secrets,gadgets"}, `unknown kind "gadgets"`, "db"},
-		{"missing name of several kinds, after the others", []string{"get", "secret/db", "ns/nope"}, `"nope" not found`, "db "},
+		{"missing name of several kinds, after the others", []string{"get", "secret/db", "ns/nope"}, `"nope" not found`, "secret/db "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -88,6 +88,7 @@ func runMany(ctx context.Context, s *session.Session, flags *flagpole, targets [
 	}
 	printed := 0
 	var missing []error
+	var empty []string // kinds listed with nothing found
 	for _, tg := range targets {
 		if len(tg.names) > 0 && (flags.AllNamespaces || flags.Selector != "") {
 			return fmt.Errorf("names cannot be combined with -A or -l")
@@ -112,6 +113,9 @@ func runMany(ctx context.Context, s *session.Session, flags *flagpole, targets [
 			return err
 		}
 		if len(objs) == 0 {
+			if len(tg.names) == 0 {
+				empty = append(empty, printer.Escape(kind.Plural))
+			}
 			continue
 		}
 		if printed > 0 {
@@ -121,7 +125,7 @@ func runMany(ctx context.Context, s *session.Session, flags *flagpole, targets [
 		}
 		p := printer.New(s.Streams.Out, kind, printer.Options{
 			Format: format, AllNamespaces: flags.AllNamespaces && kind.Namespaced,
-			ShowLabels: flags.ShowLabels, NoHeaders: flags.NoHeaders,
+			ShowLabels: flags.ShowLabels, NoHeaders: flags.NoHeaders, KindPrefix: true,
 		})
 		if err := p.PrintList(objs); err != nil {
 			return err
@@ -130,6 +134,10 @@ func runMany(ctx context.Context, s *session.Session, flags *flagpole, targets [
 	}
 	if printed == 0 && len(missing) == 0 {
 		if _, err := fmt.Fprintln(s.Streams.ErrOut, "No resources found."); err != nil {
+			return err
+		}
+	} else if len(empty) > 0 {
+		if _, err := fmt.Fprintf(s.Streams.ErrOut, "No %s found.\n", strings.Join(empty, ", ")); err != nil {
 			return err
 		}
 	}

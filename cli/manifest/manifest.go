@@ -40,6 +40,8 @@ type Object struct {
 	Source string
 	// Line is the 1-based line at which the object's document starts.
 	Line int
+	// pos locates the object's fields (LineOf).
+	pos position
 }
 
 // Where returns "source:line", the prefix of every message about the object.
@@ -186,7 +188,7 @@ func parseYAML(source string, data []byte) ([]Object, error) {
 			errs = append(errs, yamlError(source, d.start, at, err))
 			continue
 		}
-		objs, err := decode(source, at, js)
+		objs, err := decode(source, at, js, parseNode(d.text, d.start))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -248,7 +250,7 @@ func parseJSON(source string, data []byte) ([]Object, error) {
 			}
 			return nil, &Error{Source: source, Line: at, Msg: jsonMessage(err)}
 		}
-		objs, err := decode(source, lineAt(data, off), raw)
+		objs, err := decode(source, lineAt(data, off), raw, parseNode(raw, lineAt(data, off)))
 		if err != nil {
 			return nil, err
 		}
@@ -272,8 +274,8 @@ func lineAt(data []byte, off int) int {
 }
 
 // decode turns the JSON of one document into objects: itself, the items of
-// a `kind: List`, or the elements of a JSON array.
-func decode(source string, line int, js []byte) ([]Object, error) {
+// a `kind: List`, or the elements of a JSON array. pos locates js's text.
+func decode(source string, line int, js []byte, pos position) ([]Object, error) {
 	bad := func(format string, args ...any) error {
 		return &Error{Source: source, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -287,7 +289,7 @@ func decode(source string, line int, js []byte) ([]Object, error) {
 		if err := json.Unmarshal(js, &items); err != nil {
 			return nil, bad("%s", jsonMessage(err))
 		}
-		return decodeItems(source, line, items)
+		return decodeItems(source, line, items, pos)
 	case '{':
 	default:
 		return nil, bad("expected an object with apiVersion, kind and metadata, found %s", describeJSON(js))
@@ -303,7 +305,7 @@ func decode(source string, line int, js []byte) ([]Object, error) {
 				return nil, bad("items of a List must be a list of objects")
 			}
 		}
-		return decodeItems(source, line, items)
+		return decodeItems(source, line, items, pos)
 	}
 	if o.Kind == "" {
 		return nil, bad("object has no kind")
@@ -311,13 +313,13 @@ func decode(source string, line int, js []byte) ([]Object, error) {
 	if o.Name == "" && o.GenerateName == "" {
 		return nil, bad("%s has no metadata.name", o.Kind)
 	}
-	return []Object{{Object: &o, Source: source, Line: line}}, nil
+	return []Object{{Object: &o, Source: source, Line: line, pos: pos}}, nil
 }
 
-func decodeItems(source string, line int, items []json.RawMessage) ([]Object, error) {
+func decodeItems(source string, line int, items []json.RawMessage, pos position) ([]Object, error) {
 	var out []Object
-	for _, it := range items {
-		objs, err := decode(source, line, it)
+	for i, it := range items {
+		objs, err := decode(source, line, it, pos.item(i))
 		if err != nil {
 			return nil, err
 		}

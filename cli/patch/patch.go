@@ -93,7 +93,11 @@ func metadataCommand(s *session.Session, use, field, done, example string) *cobr
 			if err != nil {
 				return err
 			}
-			return change(cmd.Context(), s, args[0], args[1], done, false, func(cur *api.Object) ([]byte, error) {
+			verb := done
+			if use == "label" && len(set) == 0 {
+				verb = "unlabeled" // only removals, as kubectl says
+			}
+			return change(cmd.Context(), s, args[0], args[1], verb, false, func(cur *api.Object) ([]byte, error) {
 				return metadataPatch(cur, field, set, remove, overwrite)
 			})
 		},

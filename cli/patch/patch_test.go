@@ -57,7 +57,7 @@ func TestLabelAndAnnotate_SetChangeAndRemoveKeysAsKubectlDoes(t *testing.T) {
 			labels: map[string]string{"tier": "data", "stage": "done"}},
 		{args: []string{"label", "secret", "db", "stage=done"}, out: "secret/db labeled (no change)\n",
 			labels: map[string]string{"tier": "data", "stage": "done"}},
-		{args: []string{"label", "secrets", "db", "stage-", "absent-"}, out: "secret/db labeled\n",
+		{args: []string{"label", "secrets", "db", "stage-", "absent-"}, out: "secret/db unlabeled\n",
 			labels: map[string]string{"tier": "data"}},
 		{args: []string{"annotate", "secret", "db", "owner=team data"}, out: "secret/db annotated\n",
 			labels: map[string]string{"tier": "data"}, annotation: "team data"},

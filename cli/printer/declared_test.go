@@ -37,7 +37,7 @@ func TestGet_RedactsWhatTheKindDeclaresThroughDiscovery(t *testing.T) {
 	srv := servertest.Start(t, servertest.WithKinds(append(kinds.All(kinds.Deps{}), vaultKind())...))
 	r := clitest.RunContext(context.Background(), t, srv.Config(), clitest.Cmd{
 		Args:  []string{"apply", "-f", "-"},
-		Stdin: "kind: Vault\nmetadata: {name: v}\ncredentials: {apiKey: s3cr3t-key}\ntoken: tok-123456\n",
+		Stdin: "apiVersion: cairn.dev/v1alpha1\nkind: Vault\nmetadata: {name: v}\ncredentials: {apiKey: s3cr3t-key}\ntoken: tok-123456\n",
 	}, nil)
 	if r.Error != nil {
 		t.Fatalf("apply: %v %s", r.Error, r.Err)

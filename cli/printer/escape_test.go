@@ -179,7 +179,7 @@ func TestCLI_NoControlCharacterFromTheServerReachesTheTerminal(t *testing.T) {
 		{args: []string{"explain", "banner/b", "-o", "json"}},
 		{args: []string{"explain", "banner/b", "-o", "yaml"}},
 		{args: []string{"apply", "-f", "-"}, fails: true,
-			stdin: "kind: Banner\nmetadata:\n  name: c\n  annotations: {\"bad\\e[2Jkey\": v}\n"},
+			stdin: "apiVersion: cairn.dev/v1alpha1\nkind: Banner\nmetadata:\n  name: c\n  annotations: {\"bad\\e[2Jkey\": v}\n"},
 	}
 	for _, run := range runs {
 		t.Run(strings.Join(run.args, " "), func(t *testing.T) {

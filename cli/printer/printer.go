@@ -57,6 +57,10 @@ type Options struct {
 	NoHeaders bool
 	// Now is the time ages are measured to; default time.Now.
 	Now func() time.Time
+	// KindPrefix shows names as kind/name, for tables of several kinds.
+	KindPrefix bool
+	// WatchEvents adds an EVENT column first (see PrintEvent).
+	WatchEvents bool
 }
 
 // Printer prints objects of one kind to a writer. It remembers the column
@@ -68,7 +72,10 @@ type Printer struct {
 	opts    Options
 	cols    []col
 	widths  []int
-	started bool // header or first document printed
+	started bool   // header or first document printed
+	event   string // the watch event of the row being printed (PrintEvent)
+	// shown is the RowKey of the row last printed for each uid (PrintEvent).
+	shown map[string]string
 }
 
 // col is one table column.
@@ -90,10 +97,13 @@ func New(w io.Writer, kind api.KindInfo, opts Options) *Printer {
 // columns builds the table layout from the kind's printer columns.
 func (p *Printer) columns() []col {
 	var cols []col
+	if p.opts.WatchEvents {
+		cols = append(cols, p.eventColumn())
+	}
 	if p.opts.AllNamespaces && p.kind.Namespaced {
 		cols = append(cols, col{"NAMESPACE", func(_ map[string]any, o *api.Object) string { return o.Namespace }})
 	}
-	cols = append(cols, col{"NAME", func(_ map[string]any, o *api.Object) string { return o.Name }})
+	cols = append(cols, p.nameColumn())
 	hasAge := false
 	for _, c := range p.kind.Columns {
 		if c.Wide && p.opts.Format != Wide {
@@ -185,7 +195,9 @@ func (p *Printer) PrintList(objs []*api.Object) error {
 		rows = append(rows, p.header())
 	}
 	for _, o := range objs {
-		rows = append(rows, p.row(o))
+		r := p.row(o)
+		rows = append(rows, r)
+		p.remember(o, p.keyOf(r))
 	}
 	p.widths = p.widthsOf(rows)
 	p.started = true
@@ -208,8 +220,10 @@ func (p *Printer) PrintRow(obj *api.Object) error {
 	if !p.started && !p.opts.NoHeaders {
 		rows = append([][]string{p.header()}, rows...)
 	}
+	if !p.started || len(p.widths) == 0 {
+		p.widths = p.widthsOf(rows) // later rows keep these widths
+	}
 	p.started = true
-	p.widths = p.widthsOf(rows)
 	return p.write(rows)
 }
 
@@ -244,6 +258,9 @@ func (p *Printer) widthsOf(rows [][]string) []int {
 			w[i] = max(w[i], len([]rune(c)))
 		}
 	}
+	if p.opts.WatchEvents {
+		w[0] = max(w[0], len(api.Modified)) // the longest event
+	}
 	return w
 }
 
@@ -257,7 +274,7 @@ func (p *Printer) write(rows [][]string) error {
 				break
 			}
 			b.WriteString(c)
-			b.WriteString(strings.Repeat(" ", p.widths[i]-len([]rune(c))+3))
+			b.WriteString(strings.Repeat(" ", max(p.widths[i]-len([]rune(c)), 0)+3))
 		}
 		b.WriteByte('\n')
 	}

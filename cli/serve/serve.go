@@ -159,6 +159,9 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
 	}
+	if err := absPaths(f); err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

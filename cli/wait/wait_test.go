@@ -17,7 +17,7 @@ func TestWait_ForPhaseSetByStatusUpdate(t *testing.T) {
 	srv := servertest.Start(t)
 	ctx := identity.With(context.Background(), identity.System()) // for the registry
 	r := clitest.RunContext(ctx, t, srv.Config(),
-		clitest.Cmd{Args: []string{"apply", "-f", "-"}, Stdin: "kind: Namespace\nmetadata: {name: team}\n"}, nil)
+		clitest.Cmd{Args: []string{"apply", "-f", "-"}, Stdin: "apiVersion: cairn.dev/v1alpha1\nkind: Namespace\nmetadata: {name: team}\n"}, nil)
 	if r.Error != nil {
 		t.Fatalf("apply: %v", r.Error)
 	}
@@ -71,7 +71,7 @@ func TestWait_ForJSONPathOfAnObjectCreatedLater(t *testing.T) {
 	}()
 	watching(t, srv)
 	r := clitest.RunContext(ctx, t, srv.Config(),
-		clitest.Cmd{Args: []string{"apply", "-f", "-"}, Stdin: "kind: Secret\nmetadata: {name: late}\ntype: tls\n"}, nil)
+		clitest.Cmd{Args: []string{"apply", "-f", "-"}, Stdin: "apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: late}\ntype: tls\n"}, nil)
 	if r.Error != nil {
 		t.Fatalf("apply: %v", r.Error)
 	}
@@ -88,7 +88,7 @@ func TestWait_ForJSONPathOfAnObjectCreatedLater(t *testing.T) {
 func TestWait_TimeoutSaysWhatItWaitedForAndSawLast(t *testing.T) {
 	srv := servertest.Start(t)
 	r := clitest.RunContext(context.Background(), t, srv.Config(),
-		clitest.Cmd{Args: []string{"apply", "-f", "-"}, Stdin: "kind: Secret\nmetadata: {name: s}\n"}, nil)
+		clitest.Cmd{Args: []string{"apply", "-f", "-"}, Stdin: "apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: s}\n"}, nil)
 	if r.Error != nil {
 		t.Fatalf("apply: %v", r.Error)
 	}
