@@ -95,6 +95,8 @@ type Cluster struct {
 func (cs *Clusters) For(ctx context.Context, item *deployer.Item) (*Cluster, error) {
 	t := item.Target
 	switch {
+	case t == nil && item.Spec.Target != "":
+		return nil, fmt.Errorf("%w: Target %s does not exist in namespace %s", ErrTarget, item.Spec.Target, item.Namespace)
 	case t == nil:
 		return nil, fmt.Errorf("%w: spec.target is required: it names a kubernetes-cluster Target", ErrTarget)
 	case t.Spec.Type != api.TargetTypeKubernetesCluster:
