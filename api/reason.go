@@ -83,6 +83,16 @@ const (
 	// upgrade failed; the release stays for inspection.
 	ReasonInstallFailed = ErrorReason("InstallFailed")
 	ReasonUpgradeFailed = ErrorReason("UpgradeFailed")
+	// ReasonFieldConflict: another field manager (another deploy item)
+	// owns a field this item sets; nothing is forced.
+	ReasonFieldConflict = ErrorReason("FieldConflict")
+	// ReasonApplyFailed: the cluster refused an object.
+	ReasonApplyFailed = ErrorReason("ApplyFailed")
+	// ReasonNotReady: an object was not ready within the progressing
+	// timeout; the message names it and its conditions.
+	ReasonNotReady = ErrorReason("NotReady")
+	// ReasonExportFailed: an export could not be read from its object.
+	ReasonExportFailed = ErrorReason("ExportFailed")
 	// ReasonReleasePending: the release is in a pending state another
 	// Helm client left.
 	ReasonReleasePending = ErrorReason("ReleasePending")

@@ -42,7 +42,7 @@ func TestExplain_ExecutionSaysWhichItemFailedAndWhichTimeoutFired(t *testing.T) 
 	execution("shop",
 		api.DeployItemTemplate{Name: "db", Type: "mock", Config: json.RawMessage(`{"export":{"port":5432}}`)},
 		api.DeployItemTemplate{Name: "web", Type: "mock", Config: json.RawMessage(`{"phase":"Failed"}`), DependsOn: []string{"db"}})
-	execution("chart", api.DeployItemTemplate{Name: "app", Type: "helm"})
+	execution("chart", api.DeployItemTemplate{Name: "app", Type: "terraform"})
 
 	explain := func(what string, want ...string) {
 		t.Helper()
@@ -68,7 +68,7 @@ func TestExplain_ExecutionSaysWhichItemFailedAndWhichTimeoutFired(t *testing.T) 
 		t.Fatalf("cairn get executions:\n%s%s", res.Out, res.Err)
 	}
 	res = clitest.Run(t, d.ClientConfig(), "get", "deployitems", "-n", "demo")
-	if res.Error != nil || !strings.Contains(res.Out, "helm") || !strings.Contains(res.Out, "mock") {
+	if res.Error != nil || !strings.Contains(res.Out, "terraform") || !strings.Contains(res.Out, "mock") {
 		t.Fatalf("cairn get deployitems:\n%s%s", res.Out, res.Err)
 	}
 }

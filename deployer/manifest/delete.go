@@ -94,13 +94,13 @@ func (d *Deployer) unreachableDeletion(ctx context.Context, item *deployer.Item,
 		st.since = now
 	}
 	if dl, ok := Deadline(st.since, specTimeout(item), d.opts.ProgressingTimeout); ok && !now.Before(dl) {
-		return deployer.Failed(ReasonClusterUnreachable, "the cluster of Target %s did not answer the uninstall: %v%s", item.Spec.Target, err, wayOut)
+		return deployer.Failed(api.ReasonClusterUnreachable, "the cluster of Target %s did not answer the uninstall: %v%s", item.Spec.Target, err, wayOut)
 	}
 	st.attempts++
 	wait := Backoff(st.attempts)
 	msg := fmt.Sprintf("the cluster of Target %s does not answer the uninstall (%v): retrying with backoff%s", item.Spec.Target, err, wayOut)
 	trace.Check(ctx, "%s; next attempt in %s", msg, wait)
-	item.Status.LastError = &api.LastError{Reason: ReasonClusterUnreachable, Message: msg}
+	item.Status.LastError = &api.LastError{Reason: api.ReasonClusterUnreachable, Message: msg}
 	return deployer.InProgress(wait)
 }
 

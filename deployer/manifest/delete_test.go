@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/deployer/manifest"
 	"cairn.dev/cairn/internal/deploytest"
 	"cairn.dev/cairn/internal/testkit"
 )
@@ -86,7 +85,7 @@ func TestManifest_FieldConflictBetweenTwoItemsFailsNamingIt(t *testing.T) {
 	e.item("b", config("", cm("shared", `{"owner":"b"}`, "")), "")
 	d := e.wait("b", api.DeployFailed)
 	le := d.Status.LastError
-	if le == nil || le.Reason != manifest.ReasonFieldConflict || !strings.Contains(le.Message, "config.manifests[0] ConfigMap shared") ||
+	if le == nil || le.Reason != api.ReasonFieldConflict || !strings.Contains(le.Message, "config.manifests[0] ConfigMap shared") ||
 		!strings.Contains(le.Message, `conflict with "cairn/deploy/a"`) || !strings.Contains(le.Message, ".data.owner") {
 		t.Fatalf("lastError %+v: want the conflict with cairn/deploy/a on .data.owner", le)
 	}
@@ -106,7 +105,7 @@ func TestManifest_RenderedEntryWithoutKindFailsTheItemNamingTheEntry(t *testing.
 	d.OwnerReferences = []api.OwnerReference{{APIVersion: api.APIVersion, Kind: api.KindDataObject, Name: "owner", UID: owner.UID, Controller: true}}
 	e.Create(deploytest.Object(api.KindDeployItem, "rendered", d))
 	got := e.wait("rendered", api.DeployFailed)
-	if le := got.Status.LastError; le == nil || le.Reason != manifest.ReasonInvalidConfig || !strings.Contains(le.Message, "config.manifests[1].manifest.kind is required") {
+	if le := got.Status.LastError; le == nil || le.Reason != api.ReasonInvalidConfig || !strings.Contains(le.Message, "config.manifests[1].manifest.kind is required") {
 		t.Fatalf("lastError %+v", le)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/deployer"
 	"cairn.dev/cairn/deployer/kube"
 	"cairn.dev/cairn/deployer/kube/config"
@@ -32,7 +33,7 @@ func (d *Deployer) deploy(ctx context.Context, item *deployer.Item, cl *kube.Clu
 				if kube.Unreachable(err) {
 					return deployer.Outcome{}, err
 				}
-				return deployer.Failed(ReasonApplyFailed, "prune %s (no longer rendered): %v", p.Ref(), err), nil
+				return deployer.Failed(api.ReasonApplyFailed, "prune %s (no longer rendered): %v", p.Ref(), err), nil
 			}
 			trace.Action(ctx, "pruned %s: no longer rendered", p.Ref())
 		}
@@ -53,7 +54,7 @@ func (d *Deployer) deploy(ctx context.Context, item *deployer.Item, cl *kube.Clu
 	setProviderStatus(item, &ps)
 	if bad, ok := rep.NotReady(); ok {
 		if d.expired(item) {
-			return deployer.Failed(ReasonNotReady, "%s is not ready within the progressing timeout: %s", bad.Ref, bad.Message), nil
+			return deployer.Failed(api.ReasonNotReady, "%s is not ready within the progressing timeout: %s", bad.Ref, bad.Message), nil
 		}
 		trace.Check(ctx, "not ready (%s): %s: %s", ps.Ready, bad.Ref, bad.Message)
 		return deployer.InProgress(d.opts.Poll), nil
@@ -65,7 +66,7 @@ func (d *Deployer) deploy(ctx context.Context, item *deployer.Item, cl *kube.Clu
 	}
 	if err != nil {
 		if d.expired(item) {
-			return deployer.Failed(ReasonExportFailed, "%v", err), nil
+			return deployer.Failed(api.ReasonExportFailed, "%v", err), nil
 		}
 		trace.Check(ctx, "exports not readable yet: %v", err)
 		return deployer.InProgress(d.opts.Poll), nil
@@ -97,10 +98,10 @@ func (d *Deployer) applyAll(ctx context.Context, item *deployer.Item, cl *kube.C
 			f := deployer.InProgress(d.opts.Poll)
 			return nil, nil, &f, nil
 		case apierrors.IsConflict(err):
-			f := deployer.Failed(ReasonFieldConflict, "%s %s: another manager owns fields this item sets: %v", at, o.Ref, err)
+			f := deployer.Failed(api.ReasonFieldConflict, "%s %s: another manager owns fields this item sets: %v", at, o.Ref, err)
 			return nil, nil, &f, nil
 		}
-		f := deployer.Failed(ReasonApplyFailed, "%s %s: %v", at, o.Ref, err)
+		f := deployer.Failed(api.ReasonApplyFailed, "%s %s: %v", at, o.Ref, err)
 		return nil, nil, &f, nil
 	}
 	return out, fresh, nil, nil

@@ -35,17 +35,6 @@ import (
 	"cairn.dev/cairn/trace"
 )
 
-// Reasons in a manifest item's lastError.
-const (
-	ReasonInvalidConfig      = "InvalidConfig"
-	ReasonTargetUnusable     = "TargetUnusable"
-	ReasonClusterUnreachable = "ClusterUnreachable"
-	ReasonFieldConflict      = "FieldConflict"
-	ReasonApplyFailed        = "ApplyFailed"
-	ReasonNotReady           = "NotReady"
-	ReasonExportFailed       = "ExportFailed"
-)
-
 // DefaultProgressingTimeout bounds a run whose item has no spec.timeout
 // when Options.ProgressingTimeout is zero (the timeout controller's
 // default).
@@ -150,7 +139,7 @@ func (d *Deployer) cluster(ctx context.Context, item *deployer.Item, hint string
 	cl, err := d.opts.Clusters.For(ctx, item)
 	if errors.Is(err, kube.ErrTarget) {
 		msg := strings.TrimPrefix(err.Error(), kube.ErrTarget.Error()+": ")
-		out := deployer.Failed(ReasonTargetUnusable, "%s%s", msg, hint)
+		out := deployer.Failed(api.ReasonInvalidTarget, "%s%s", msg, hint)
 		return nil, &out, nil
 	}
 	return cl, nil, err
@@ -161,7 +150,7 @@ func (d *Deployer) cluster(ctx context.Context, item *deployer.Item, hint string
 func (d *Deployer) Reconcile(ctx context.Context, item *deployer.Item) (deployer.Outcome, error) {
 	m, objs, err := config.ParseManifest(item.Spec.Config)
 	if err != nil {
-		return deployer.Failed(ReasonInvalidConfig, "%v", err), nil
+		return deployer.Failed(api.ReasonInvalidConfig, "%v", err), nil
 	}
 	cl, failed, err := d.cluster(ctx, item, "")
 	if failed != nil || err != nil {
@@ -189,7 +178,7 @@ func deref(o *deployer.Outcome) deployer.Outcome {
 // the deadline, saying so, then fail.
 func (d *Deployer) unreachable(ctx context.Context, item *deployer.Item, st *run, err error) deployer.Outcome {
 	if d.expired(item) {
-		return deployer.Failed(ReasonClusterUnreachable, "the cluster of Target %s did not answer within the progressing timeout: %v",
+		return deployer.Failed(api.ReasonClusterUnreachable, "the cluster of Target %s did not answer within the progressing timeout: %v",
 			item.Spec.Target, err)
 	}
 	st.attempts++
@@ -202,7 +191,7 @@ func (d *Deployer) unreachable(ctx context.Context, item *deployer.Item, st *run
 		wait = max(min(wait, dl.Sub(d.opts.Now())), 100*time.Millisecond) // zero would wait for a Notify
 	}
 	trace.Check(ctx, "%s; next attempt in %s", msg, wait)
-	item.Status.LastError = &api.LastError{Reason: ReasonClusterUnreachable, Message: msg}
+	item.Status.LastError = &api.LastError{Reason: api.ReasonClusterUnreachable, Message: msg}
 	return deployer.InProgress(wait)
 }
 

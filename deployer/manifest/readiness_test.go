@@ -9,7 +9,6 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/deployer"
-	"cairn.dev/cairn/deployer/manifest"
 )
 
 // TestManifest_ReadinessWaitsForTheDeploymentThenExports: the item stays
@@ -60,7 +59,7 @@ func TestManifest_ReadinessTimesOutNamingTheObject(t *testing.T) {
 	e := start(t)
 	e.item("slow", config("", deployment("slow")), "3s")
 	d := e.wait("slow", api.DeployFailed)
-	if le := d.Status.LastError; le == nil || le.Reason != manifest.ReasonNotReady ||
+	if le := d.Status.LastError; le == nil || le.Reason != api.ReasonNotReady ||
 		!strings.Contains(le.Message, "Deployment default/slow is not ready within the progressing timeout: its controller has not observed generation 1") {
 		t.Fatalf("lastError %+v", d.Status.LastError)
 	}

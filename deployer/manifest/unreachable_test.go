@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/deployer/manifest"
 )
 
 // TestManifest_ApiserverStoppedMidDeployConverges: while the item waits
@@ -18,7 +17,7 @@ func TestManifest_ApiserverStoppedMidDeployConverges(t *testing.T) {
 	e.WaitExplain(api.KindDeployItem, "web", "not ready (0/1): Deployment default/web")
 	e.kc.Stop()
 	d := e.WaitItem("web", "saying the cluster does not answer", func(d api.DeployItem) bool {
-		return d.Status.LastError != nil && d.Status.LastError.Reason == manifest.ReasonClusterUnreachable
+		return d.Status.LastError != nil && d.Status.LastError.Reason == api.ReasonClusterUnreachable
 	})
 	if d.Status.Phase != api.DeployProgressing || !strings.Contains(d.Status.LastError.Message, "the cluster of Target cluster does not answer") ||
 		!strings.Contains(d.Status.LastError.Message, "retrying with backoff until the progressing timeout at") {
