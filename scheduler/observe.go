@@ -78,8 +78,8 @@ func (s *Scheduler) reconcile(ctx context.Context, key string) (controller.Resul
 	acts := ob.acts
 	if len(ob.starts) > 0 {
 		plans, units := s.startClaimed(ctx, cur, sights, ob.starts, now)
-		st := cur.Status
-		st.Jobs = append([]api.JobStatus(nil), cur.Status.Jobs...)
+		st := ob.status // as written, its jobs in the order of sights
+		st.Jobs = append([]api.JobStatus(nil), ob.status.Jobs...)
 		sacts, canceled := applyStarts(&st, sights, plans, units, now)
 		traceCanceled(ctx, canceled)
 		if cur, res, done, err = s.writeObserved(ctx, key, cur, st); done {
