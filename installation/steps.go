@@ -72,8 +72,8 @@ type Step struct {
 	// Checks are the trace's checks passed on the way to this step, in
 	// the seed's words and numbers.
 	Checks []string
-	// Phase is the phase a step writes ("" keeps it); for DoGoOn out of
-	// the standard flow's first stretch, the combined phase.
+	// Phase is the phase a step writes ("" keeps it); for DoReadImports
+	// out of StandardPhase, the combined phase step 4 goes on with.
 	Phase api.InstallationPhase
 	// Reason and Message are the lastError a DoSetStatus writes (Reason
 	// "": lastError stays as it is).
