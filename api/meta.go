@@ -5,6 +5,7 @@ package api
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,4 +146,13 @@ func Key(namespace, name string) string {
 		return name
 	}
 	return namespace + "/" + name
+}
+
+// SplitKey reads a key made by Key: "namespace/name", or "name" for
+// cluster-scoped objects (namespace "").
+func SplitKey(key string) (namespace, name string) {
+	if i := strings.IndexByte(key, '/'); i >= 0 {
+		return key[:i], key[i+1:]
+	}
+	return "", key
 }

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -228,7 +227,7 @@ func (c *Controller) fileTrace(rec *trace.Recorder, key, outcome string, err err
 			return
 		}
 		ref = api.ObjectReference{Kind: c.kind}
-		ref.Namespace, ref.Name = splitKey(key)
+		ref.Namespace, ref.Name = api.SplitKey(key)
 	}
 	c.traces.Add(ref, r)
 }
@@ -251,15 +250,6 @@ func outcome(ctx context.Context, res Result, err error, panicked any) string {
 	default:
 		return "failed: " + err.Error()
 	}
-}
-
-// splitKey reads a key made by api.Key: "ns/name", or "name" for
-// cluster-scoped objects.
-func splitKey(key string) (ns, name string) {
-	if i := strings.IndexByte(key, '/'); i >= 0 {
-		return key[:i], key[i+1:]
-	}
-	return "", key
 }
 
 func (c *Controller) count(result string) {

@@ -56,11 +56,14 @@ func putJunk(d *daemon.Daemon, key string, count, n int) error {
 }
 
 // inUse is the bytes etcd's database holds, once the writes of the last
-// moment are committed (etcd commits every 100ms).
+// moment are committed: etcd commits every 100ms, and at once before it
+// hashes its database (Maintenance.Hash), whose answer is the proof.
 func inUse(t *testing.T, d *daemon.Daemon) int64 {
 	t.Helper()
-	time.Sleep(200 * time.Millisecond)
 	cli := d.Store().Client()
+	if _, err := pb.NewMaintenanceClient(cli.ActiveConnection()).Hash(context.Background(), &pb.HashRequest{}); err != nil {
+		t.Fatalf("hash etcd's database (which commits it): %v", err)
+	}
 	st, err := cli.Status(context.Background(), cli.Endpoints()[0])
 	if err != nil {
 		t.Fatal(err)

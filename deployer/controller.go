@@ -68,7 +68,7 @@ func TypeOf(obj *api.Object) string {
 
 // Reconcile handles the deploy item key ("ns/name") as the contract says.
 func (k *Controller) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	ns, name := splitKey(key)
+	ns, name := api.SplitKey(key)
 	obj, ok := k.items.Get(ns, name)
 	if !ok {
 		k.written.Forget(key)
@@ -559,13 +559,4 @@ func (k *Controller) update(ctx context.Context, key string, d *api.DeployItem) 
 	d.ResourceVersion = out.ResourceVersion
 	k.written.Wrote(key, out.ResourceVersion)
 	return nil
-}
-
-func splitKey(key string) (ns, name string) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:]
-		}
-	}
-	return "", key
 }

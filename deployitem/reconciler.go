@@ -68,7 +68,7 @@ func withDefaults(t Timeouts) Timeouts {
 
 // Reconcile checks the timeouts of the deploy item key ("ns/name").
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	ns, name := splitKey(key)
+	ns, name := api.SplitKey(key)
 	obj, ok := r.items.Get(ns, name)
 	if !ok {
 		return controller.Result{}, nil
@@ -127,15 +127,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	trace.Exit(ctx, "timeouts checked; next check at %s", dec.RequeueAt.UTC().Format(time.RFC3339))
 	return controller.Result{RequeueAfter: after}, nil
-}
-
-func splitKey(key string) (ns, name string) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:]
-		}
-	}
-	return "", key
 }
 
 // NeverAsNegative maps each timeout of 0 (a flag's "never") to the

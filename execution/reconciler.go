@@ -66,7 +66,7 @@ func newReconciler(t *manager.Term, opts Options) *Reconciler {
 // Reconcile runs the seed's reconcile algorithm for the execution key
 // ("ns/name").
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	ns, name := splitKey(key)
+	ns, name := api.SplitKey(key)
 	obj, ok := r.execs.Get(ns, name)
 	if !ok {
 		r.written.Forget(key)
@@ -414,13 +414,4 @@ func boundedName(name, seed string) string {
 	}
 	sum := sha256.Sum256([]byte(seed))
 	return name[:max-9] + "-" + hex.EncodeToString(sum[:4])
-}
-
-func splitKey(key string) (ns, name string) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:]
-		}
-	}
-	return "", key
 }

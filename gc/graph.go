@@ -263,13 +263,3 @@ func (g *Graph) Deleting() []string {
 	slices.Sort(out)
 	return out
 }
-
-// UIDs returns the uids of every node, sorted.
-func (g *Graph) UIDs() []string {
-	out := make([]string, 0, len(g.nodes))
-	for uid := range g.nodes {
-		out = append(out, uid)
-	}
-	slices.Sort(out)
-	return out
-}

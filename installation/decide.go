@@ -4,10 +4,12 @@
 // installations that import them, following the Landscaper reconciliation flow (core logic,
 // standard reconcile, force reconcile, deletion) step by step.
 //
-// The decisions are plain functions over plain data (this file, with
-// table tests); the Reconciler around them only reads (the shared informer
-// caches, and Secrets through the API), calls them and writes through the
-// API client. It is level-based: every reconcile re-reads the installation
+// The decisions are plain functions over plain data (this file, and the
+// steps of the standard and deletion flows in steps.go and
+// steps_force.go, with table tests walking the seed's steps); the
+// Reconciler around them only reads (the shared informer caches, and
+// Secrets through the API), calls them and carries out the Step they
+// return through the API client. It is level-based: every reconcile re-reads the installation
 // and everything around it and acts on the difference.
 package installation
 

@@ -135,33 +135,6 @@ func (r *Reconciler) run(ctx context.Context, inst *api.Installation) (controlle
 	return r.standard(ctx, inst)
 }
 
-// combined is standard step 1 over the cached nested objects; it reports
-// false when the cache is behind this controller's writes to them.
-func (r *Reconciler) combined(inst *api.Installation) (api.InstallationPhase, *Nested, bool) {
-	var nested []Nested
-	if e := r.caches.execution(inst); e != nil {
-		if !r.fresh(api.KindExecution, e.Namespace, e.Name, e.ResourceVersion) {
-			return "", nil, false
-		}
-		nested = append(nested, ExecutionState(e))
-	} else if !r.fresh(api.KindExecution, inst.Namespace, inst.Name, "") {
-		return "", nil, false
-	}
-	for _, s := range r.caches.subinstallations(inst) {
-		if !r.fresh(api.KindInstallation, s.Namespace, s.Name, s.ResourceVersion) {
-			return "", nil, false
-		}
-		nested = append(nested, InstallationState(s))
-	}
-	for _, ref := range inst.Status.Subinstallations {
-		if !r.fresh(api.KindInstallation, inst.Namespace, ref.Ref, "") {
-			return "", nil, false
-		}
-	}
-	p, n := Combined(nested)
-	return p, n, true
-}
-
 func describe(n *Nested) string {
 	if n == nil {
 		return ""
@@ -173,32 +146,27 @@ func describe(n *Nested) string {
 	return s
 }
 
-// standard is the seed's standard reconciliation.
+// standard is the seed's standard reconciliation: it reads what each
+// stretch of the flow decides over (StandardPhase, StandardUpdate,
+// StandardDependencies) and carries the steps out. It blocks on the API;
+// errors: the API's (retried).
 func (r *Reconciler) standard(ctx context.Context, inst *api.Installation) (controller.Result, error) {
-	// 1. Compute combined phase.
-	phase, why, ok := r.combined(inst)
-	if !ok {
-		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects: waiting for their watch events")
-		return controller.Result{RequeueAfter: expectFor}, nil
-	}
-	trace.Check(ctx, "1. combined phase of the nested objects: %s %s", orNone(string(phase)), describe(why))
-	// 2. Evaluate combined phase.
-	if phase == "" {
-		phase = api.InstallationSucceeded
-		trace.Check(ctx, "2. nothing nested: Succeeded by default")
-	} else if !phase.Final() {
-		err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) { s.Phase = api.InstallationProgressing })
-		trace.Exit(ctx, "2. Progressing: waits for %s", describe(why))
-		return controller.Result{}, err
-	}
-	// 3. Check for abort operation annotation.
-	if inst.Annotations[api.AnnotationOperation] == api.OperationAbort {
-		err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) { s.Phase = api.InstallationAborted })
+	// 1. Compute combined phase; 2. evaluate it; 3. check for abort
+	// operation annotation.
+	st := StandardPhase(r.nested(inst), inst.Annotations[api.AnnotationOperation] == api.OperationAbort)
+	switch st.Do {
+	case DoAbort:
+		checks(ctx, st)
+		err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) { s.Phase = st.Phase })
 		if err == nil {
 			err = r.dropOperation(ctx, inst)
 		}
-		trace.Exit(ctx, "3. abort annotation: Aborted")
+		trace.Exit(ctx, "%s", st.Exit)
 		return controller.Result{}, err
+	case DoReadImports:
+		checks(ctx, st)
+	default:
+		return r.finish(ctx, inst, st)
 	}
 	// 4. Check if an update is required.
 	imps, err := r.resolveImports(ctx, inst, 0)
@@ -206,45 +174,25 @@ func (r *Reconciler) standard(ctx context.Context, inst *api.Installation) (cont
 		return r.failed(ctx, inst, err, r.caches.blueprint(inst), nil)
 	}
 	bp := r.caches.blueprint(inst)
-	if reason := UpdateRequired(inst, imps, bp.version); reason != "" {
-		trace.Check(ctx, "4. update required: %s", reason)
+	st = StandardUpdate(StandardView{Required: UpdateRequired(inst, imps, bp.version), Phase: st.Phase, Why: st.Why,
+		Status: inst.Status.Phase, Operation: inst.Annotations[api.AnnotationOperation]})
+	checks(ctx, st)
+	switch st.Do {
+	case DoCheckDependencies:
 		// 4.1 Check if updating is possible. (The phase passes through
 		// PendingDependencies; it is written only when it stays there.)
-		parent := r.caches.parent(inst)
-		if blockers := Blockers(parent, r.caches.siblings(inst), imps); len(blockers) > 0 {
-			err := r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
-				s.Phase = api.InstallationPendingDependencies
-				s.LastError = r.lastError(s.LastError, api.ReasonPendingDependencies, JoinBlockers(blockers, false))
-			})
-			trace.Exit(ctx, "4.1 PendingDependencies: %s", JoinBlockers(blockers, true))
-			return controller.Result{}, err
+		st = StandardDependencies(Blockers(r.caches.parent(inst), r.caches.siblings(inst), imps), inst.Status.Phase)
+		if st.Do != DoUpdateNested {
+			return r.finish(ctx, inst, st)
 		}
-		trace.Check(ctx, "4.1 every dependency is satisfied")
-		op := ""
-		if inst.Status.Phase == api.InstallationFailed || inst.Status.Phase == api.InstallationAborted {
-			op = api.OperationForceReconcile // a retry runs the failed deploy items again
-		}
-		return r.updateAndProgress(ctx, inst, bp, imps, op, "4.1")
+		checks(ctx, st)
+		return r.updateAndProgress(ctx, inst, bp, imps, st.Op, "4.1")
+	case DoRecheckNested:
+		return r.recheckNested(ctx, inst, st)
 	}
-	trace.Check(ctx, "4. no update required")
-	if phase == api.InstallationSucceeded && inst.Annotations[api.AnnotationOperation] == api.OperationReconcile &&
-		inst.Status.Phase == api.InstallationSucceeded {
-		// An explicit reconcile of an up-to-date, succeeded installation
-		// re-checks the whole tree (drift repair).
-		if err := r.triggerNested(ctx, inst, api.OperationReconcile); err != nil {
-			return controller.Result{}, err
-		}
-		trace.Action(ctx, "4. reconcile asked with nothing changed: nested objects re-checked")
-		if err := r.dropOperation(ctx, inst); err != nil {
-			return controller.Result{}, err
-		}
-		return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
-			s.Phase = api.InstallationProgressing
-			r.markReconciled(s)
-		})
-	}
-	if phase == api.InstallationSucceeded {
-		// 5. Export generation; 6. Trigger depending installations.
+	// 5. Export generation; 6. trigger depending installations (for
+	// a Succeeded combined phase); the final phase.
+	if st.Phase == api.InstallationSucceeded {
 		if err := r.exportAndTrigger(ctx, inst, bp, imps); err != nil {
 			return r.failed(ctx, inst, err, bp, imps)
 		}
@@ -252,9 +200,28 @@ func (r *Reconciler) standard(ctx context.Context, inst *api.Installation) (cont
 	if err := r.dropOperation(ctx, inst); err != nil {
 		return controller.Result{}, err
 	}
-	err = r.setFinal(ctx, inst, phase, why)
-	trace.Exit(ctx, "%s", phase)
+	err = r.setFinal(ctx, inst, st.Phase, st.Why)
+	trace.Exit(ctx, "%s", st.Exit)
 	return r.automatic(ctx, inst, err)
+}
+
+// recheckNested carries out DoRecheckNested: an explicit reconcile of an
+// up-to-date, succeeded installation re-checks the whole tree (drift
+// repair): the nested objects get the reconcile annotation, the
+// installation's goes and it is Progressing. It blocks on the API;
+// errors: the API's (retried).
+func (r *Reconciler) recheckNested(ctx context.Context, inst *api.Installation, st Step) (controller.Result, error) {
+	if err := r.triggerNested(ctx, inst, api.OperationReconcile); err != nil {
+		return controller.Result{}, err
+	}
+	trace.Action(ctx, "%s", st.Did)
+	if err := r.dropOperation(ctx, inst); err != nil {
+		return controller.Result{}, err
+	}
+	return controller.Result{}, r.setStatus(ctx, inst, func(s *api.InstallationStatus) {
+		s.Phase = st.Phase
+		r.markReconciled(s)
+	})
 }
 
 // updateAndProgress updates the nested objects (✔️) and records it:
@@ -313,11 +280,12 @@ func (r *Reconciler) force(ctx context.Context, inst *api.Installation) (control
 // import, or its Blueprint edited) gets the reconcile annotation, which
 // runs it through the standard flow.
 func (r *Reconciler) nestedCheck(ctx context.Context, inst *api.Installation) (controller.Result, error) {
-	phase, why, ok := r.combined(inst)
-	if !ok {
-		trace.Exit(ctx, "the cache is behind this controller's writes to nested objects: waiting for their watch events")
+	n := r.nested(inst)
+	if !n.Fresh {
+		trace.Exit(ctx, waitNested)
 		return controller.Result{RequeueAfter: expectFor}, nil
 	}
+	phase, why := n.Phase, n.Why
 	if phase == "" {
 		phase = api.InstallationSucceeded
 	}

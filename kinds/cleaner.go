@@ -84,17 +84,6 @@ func defaultCleaner(c *api.Cleaner) {
 	}
 }
 
-// ValidateCleaner checks a Cleaner's spec against the kinds served (kind
-// name → namespaced): durations, targets (CEL identifiers, not `time`,
-// unique, a served namespaced kind other than Cleaner, exactly one of name
-// and matchLabels)
-// and conditions (each compiles to a boolean over `time` and the evaluated
-// targets; the error names the condition's index and the line and column
-// of the problem).
-func ValidateCleaner(c *api.Cleaner, served map[string]bool) field.ErrorList {
-	return validateCleaner(c, served, condition.NewCompiler())
-}
-
 func validateCleaner(c *api.Cleaner, served map[string]bool, compiler *condition.Compiler) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")

@@ -148,10 +148,13 @@ func TestKubectl_GetWatchPrintsTheChangesOfWhatItWatches(t *testing.T) {
 	c := startServer(t)
 	demoNamespace(t, c)
 	all, allDone := c.start(t, "get", "secrets", "-n", "demo", "-w", "--output-watch-events", "--request-timeout=10s")
-	_, oneDone := c.start(t, "get", "secret", "db-credentials", "-n", "demo", "-w", "--output-watch-events", "--request-timeout=10s")
+	one, oneDone := c.start(t, "get", "secret", "db-credentials", "-n", "demo", "-w", "--output-watch-events", "--request-timeout=10s")
 	eventually(t, 10*time.Second, func() string {
 		if !row(all.String(), "ADDED", "db-credentials") {
 			return "get -w printed no initial row: " + all.String()
+		}
+		if !row(one.String(), "ADDED", "db-credentials") {
+			return "get -w of one object printed no initial row: " + one.String()
 		}
 		// A watch of one object starts at its current state: the
 		// changes below must come after.
@@ -160,7 +163,6 @@ func TestKubectl_GetWatchPrintsTheChangesOfWhatItWatches(t *testing.T) {
 		}
 		return ""
 	})
-	time.Sleep(100 * time.Millisecond) // and have read the state they start from
 	c.must(t, "apply", "-f", file(t, secretYAML("other", "x")))
 	c.must(t, "label", "secret", "other", "-n", "demo", "stage=1")
 	c.must(t, "label", "secret", "db-credentials", "-n", "demo", "stage=1")

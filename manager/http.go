@@ -3,11 +3,9 @@ package manager
 import (
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -223,27 +221,16 @@ func (h *handler) trace(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, tr)
 }
 
+// writeStatus writes err as the API server does (api.WriteStatus); an
+// API server that does not answer is a 503.
 func writeStatus(w http.ResponseWriter, err error) {
 	if errors.Is(err, client.ErrUnreachable) {
 		err = api.NewStatus(api.ReasonUnavailable, "the API server does not answer")
 	}
-	st := api.AsStatus(err)
-	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(st.Details.RetryAfterSeconds))
-	}
-	writeJSON(w, st.Code, st)
+	_, _ = api.WriteStatus(w, err)
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		code, b = http.StatusInternalServerError, []byte(`{"kind":"Status","code":500,"reason":"InternalError","message":"internal error"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
-}
+func writeJSON(w http.ResponseWriter, code int, v any) { _ = api.WriteJSON(w, code, v) }
 
 func writeText(w http.ResponseWriter, code int, text string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

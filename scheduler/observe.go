@@ -52,13 +52,7 @@ func (s *Scheduler) reconcile(ctx context.Context, key string) (controller.Resul
 		return controller.Result{}, s.removeUnits(ctx, ev.UID)
 	}
 	now := s.opts.Now()
-	next := ev
-	next.Status.Jobs = append([]api.JobStatus(nil), ev.Status.Jobs...)
-	var acts []action
-
-	// The worker.
-	w := ev.Status.Worker
-	if w.Phase == api.PhasePending {
+	if w := ev.Status.Worker; w.Phase == api.PhasePending {
 		if wait, ok := s.Waiting(key); ok {
 			trace.Exit(ctx, "PENDING, %s", wait)
 		} else {
@@ -66,46 +60,32 @@ func (s *Scheduler) reconcile(ctx context.Context, key string) (controller.Resul
 		}
 		return controller.Result{}, nil
 	}
-	id := unitFor(&ev, "")
-	o := Observed{Phase: w.Phase, Started: w.Started, Ended: w.Ended, Timeout: timeout(ev.Spec.Worker),
-		UnknownTimeout: s.opts.UnknownTimeout}
-	var err error
-	if o.Unit, err = s.unit(ctx, id); err != nil {
-		return controller.Result{}, err
-	}
-	o.UnknownSince = s.unknownSince(id, o.Phase, o.Unit, now)
-	o.Cleaned = s.isCleaned(id)
-	trace.Check(ctx, "worker is %s; its unit: %s", w.Phase, o.Unit)
-	p := Decide(o, now, s.opts.GracePeriod)
-	if p.Start {
-		trace.Subflow(ctx, "start the worker")
-		p, o.Unit = s.startAndDecide(ctx, &ev, "", ev.Spec.Worker, o, now)
-	}
-	trace.Check(ctx, "worker: %s", p.Why)
-	applyWorker(&next.Status.Worker, p)
-	acts = append(acts, action{id, p, live(o.Unit, p)})
-
-	// The jobs.
-	jacts, err := s.observeJobs(ctx, &ev, &next, now)
+	// Read the units of the worker and its jobs, and plan.
+	sights, err := s.sight(ctx, &ev, now)
 	if err != nil {
 		return controller.Result{}, err
 	}
-	acts = append(acts, jacts...)
+	ob := planObservation(ev.Status, sights, now, s.opts.GracePeriod)
+	traceObservation(ctx, sights, ob)
 
 	// Use the API to update the state (the seed's first step of every
-	// observation), then act on the runtime.
-	if changedStatus(&ev.Status, &next.Status) {
-		_, err := client.For[*api.Event](s.c).UpdateStatus(ctx, &next)
-		switch {
-		case errors.Is(err, api.ErrNotFound):
-			trace.Exit(ctx, "404 writing the status: presumed deleted, its runtime resources go at once")
-			return controller.Result{}, s.removeUnits(ctx, ev.UID)
-		case errors.Is(err, api.ErrConflict):
-			return s.conflict(ctx, key, &ev)
-		case err != nil:
-			return controller.Result{}, err
+	// observation), then start what was claimed, write what the starts
+	// said, and act on the runtime.
+	cur, res, done, err := s.writeObserved(ctx, key, &ev, ob.status)
+	if done {
+		return res, err
+	}
+	acts := ob.acts
+	if len(ob.starts) > 0 {
+		plans, units := s.startClaimed(ctx, cur, sights, ob.starts, now)
+		st := ob.status // as written, its jobs in the order of sights
+		st.Jobs = append([]api.JobStatus(nil), ob.status.Jobs...)
+		sacts, canceled := applyStarts(&st, sights, plans, units, now)
+		traceCanceled(ctx, canceled)
+		if cur, res, done, err = s.writeObserved(ctx, key, cur, st); done {
+			return res, err
 		}
-		trace.Action(ctx, "worker %s%s", next.Status.Worker.Phase, jobsSummary(&next.Status))
+		acts = append(acts, sacts...)
 	}
 	var requeue time.Time
 	for _, a := range acts {
@@ -116,46 +96,12 @@ func (s *Scheduler) reconcile(ctx context.Context, key string) (controller.Resul
 		requeue = earliest(requeue, at)
 	}
 	if requeue.IsZero() {
-		trace.Exit(ctx, "worker %s: nothing to wait for", next.Status.Worker.Phase)
+		trace.Exit(ctx, "worker %s: nothing to wait for", cur.Status.Worker.Phase)
 		return controller.Result{}, nil
 	}
 	d := max(requeue.Sub(now), 10*time.Millisecond)
-	trace.Exit(ctx, "worker %s: look again in %s", next.Status.Worker.Phase, d.Round(time.Millisecond))
+	trace.Exit(ctx, "worker %s: look again in %s", cur.Status.Worker.Phase, d.Round(time.Millisecond))
 	return controller.Result{RequeueAfter: d}, nil
-}
-
-// observeJobs decides for each job of ev, as reconcile does for the
-// worker, writing the phases into next (whose worker is decided already)
-// and returning what to do on the runtime. It blocks on the runtime.
-// Errors: ctx's.
-func (s *Scheduler) observeJobs(ctx context.Context, ev, next *api.Event, now time.Time) ([]action, error) {
-	var acts []action
-	for i, j := range ev.Status.Jobs {
-		jid := unitFor(ev, j.Name)
-		if j.Phase == api.PhasePending {
-			if next.Status.Worker.Phase.Terminal() {
-				next.Status.Jobs[i].Phase, next.Status.Jobs[i].Reason = api.PhaseCanceled, "its worker ended before it started"
-				next.Status.Jobs[i].Ended = now.UTC()
-				trace.Action(ctx, "job %s: CANCELED, its worker ended before it started", j.Name)
-			}
-			continue
-		}
-		jo := Observed{Phase: j.Phase, Started: j.Started, Ended: j.Ended, Cleaned: s.isCleaned(jid),
-			UnknownTimeout: s.opts.UnknownTimeout}
-		var err error
-		if jo.Unit, err = s.unit(ctx, jid); err != nil {
-			return nil, err
-		}
-		jo.UnknownSince = s.unknownSince(jid, jo.Phase, jo.Unit, now)
-		jp := Decide(jo, now, s.opts.GracePeriod)
-		if jp.Start {
-			jp, jo.Unit = s.startAndDecide(ctx, ev, j.Name, j.Spec, jo, now)
-		}
-		trace.Check(ctx, "job %s is %s; its unit: %s: %s", j.Name, j.Phase, jo.Unit, jp.Why)
-		applyJob(&next.Status.Jobs[i], jp)
-		acts = append(acts, action{jid, jp, live(jo.Unit, jp)})
-	}
-	return acts, nil
 }
 
 // conflict is the seed's 409: the status changed under the write. Read it
@@ -237,28 +183,6 @@ func (s *Scheduler) cleanupNow(ctx context.Context, ids []string) error {
 		s.markCleaned(id)
 	}
 	return nil
-}
-
-// startAndDecide starts a claimed worker (job "") or job and decides again
-// from the state it started in. A command that cannot run fails it with
-// the reason; an event without its Secret fails scheduling.
-func (s *Scheduler) startAndDecide(ctx context.Context, ev *api.Event, job string, spec api.WorkerSpec, o Observed, now time.Time) (Plan, Unit) {
-	st, err := s.start(ctx, ev, job, spec)
-	var se *StartError
-	switch {
-	case errors.As(err, &se):
-		trace.Check(ctx, "failed to start: %s", se.Reason)
-		return Plan{Phase: api.PhaseFailed, Reason: "failed to start: " + se.Reason, Ended: now, Why: "it could not start"}, Unit{}
-	case errors.Is(err, errNoSecret), errors.Is(err, runtime.ErrInvalid):
-		trace.Check(ctx, "cannot be scheduled: %v", err)
-		return Plan{Phase: api.PhaseSchedulingFailed, Reason: err.Error(), Ended: now, Why: "it cannot be scheduled"}, Unit{}
-	case err != nil:
-		trace.Check(ctx, "starting failed, will retry: %v", err)
-		return Plan{RecheckAt: now.Add(recheck), Why: "the runtime did not start it: " + err.Error()}, Unit{}
-	}
-	trace.Action(ctx, "started its unit on the runtime")
-	o.Unit = Unit{Exists: true, State: st}
-	return Decide(o, now, s.opts.GracePeriod), o.Unit
 }
 
 // start starts the unit of ev's worker (job "") or job, or finds it

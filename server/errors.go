@@ -1,23 +1,21 @@
 package server
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"cairn.dev/cairn/api"
 )
 
-// writeError is the one place where an error becomes an HTTP response: the
-// api.Status of err (api.AsStatus) as JSON with its code. Only server-side
-// failures (5xx) are logged, with the request's method, path and id, never
-// its body: a store outage (503, 504) as a warning, anything else as an
-// error; a failure caused by the client going away is not logged.
+// writeError is the one place where an error becomes an HTTP response of
+// the API server: api.WriteStatus (the api.Status of err as JSON with its
+// code). Only server-side failures (5xx) are logged, with the request's
+// method, path and id, never its body: a store outage (503, 504) as a
+// warning, anything else as an error; a failure caused by the client
+// going away is not logged.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	st := api.AsStatus(err)
-	if st.Code >= 500 && r.Context().Err() == nil {
+	if st := api.AsStatus(err); st.Code >= 500 && r.Context().Err() == nil {
 		level := slog.LevelError
 		if st.Reason == api.ReasonUnavailable || st.Reason == api.ReasonTimeout {
 			level = slog.LevelWarn
@@ -25,29 +23,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Log(r.Context(), level, "request failed", "method", r.Method, "path", r.URL.Path, "code", st.Code,
 			"requestID", w.Header().Get(RequestIDHeader), "err", api.LogValue(err))
 	}
-	switch st.Code {
-	case http.StatusUnauthorized:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="cairn"`)
+	if _, werr := api.WriteStatus(w, err); werr != nil {
+		s.log.Error("encode response", "method", r.Method, "path", r.URL.Path, "err", werr)
 	}
-	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(st.Details.RetryAfterSeconds))
-	}
-	s.writeJSON(w, r, st.Code, st)
 }
 
-// writeJSON writes v as JSON with code.
+// writeJSON writes v as JSON with code (api.WriteJSON), logging a value
+// that does not encode (a 500 is written instead).
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	if err := api.WriteJSON(w, code, v); err != nil {
 		s.log.Error("encode response", "method", r.Method, "path", r.URL.Path, "err", err)
-		code = http.StatusInternalServerError
-		b, _ = json.Marshal(api.AsStatus(err))
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
 }
 
 func writeText(w http.ResponseWriter, code int, text string) {

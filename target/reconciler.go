@@ -93,7 +93,7 @@ func indexSecret(obj *api.Object) []string {
 // with the kubeconfig of its Secret and records the outcome in its
 // Reachable condition. Targets of other types are left alone.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	ns, name := splitKey(key)
+	ns, name := api.SplitKey(key)
 	obj, ok := r.targets.Get(ns, name)
 	if !ok {
 		r.opts.Clients.Drop(key)
@@ -208,13 +208,4 @@ func (r *Reconciler) writeStatus(ctx context.Context, key string, t *api.Target,
 	}
 	r.written.Wrote(key, out.ResourceVersion)
 	return nil
-}
-
-func splitKey(key string) (ns, name string) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:]
-		}
-	}
-	return "", key
 }

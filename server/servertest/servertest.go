@@ -66,7 +66,6 @@ type config struct {
 	keyFile          string
 	kinds            []registry.Kind
 	bookmarkInterval time.Duration
-	maxBodyBytes     int64
 	bodyReadTimeout  time.Duration
 	logger           *slog.Logger
 	traces           server.TraceSource
@@ -117,11 +116,6 @@ func WithAuthorize(rules ...authz.Rule) Option {
 // WithBookmarkInterval sets how often watches send BOOKMARK events.
 func WithBookmarkInterval(d time.Duration) Option {
 	return func(c *config) { c.bookmarkInterval = d }
-}
-
-// WithMaxBodyBytes sets the request body limit.
-func WithMaxBodyBytes(n int64) Option {
-	return func(c *config) { c.maxBodyBytes = n }
 }
 
 // WithBodyReadTimeout sets how long reading a request body may take.
@@ -215,7 +209,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		t.Fatalf("servertest: peer certificate: %v", err)
 	}
 	sopts := server.Options{Registry: reg, Auth: a, Metrics: metrics,
-		MaxBodyBytes: c.maxBodyBytes, BodyReadTimeout: c.bodyReadTimeout, Logger: c.logger, ShutdownTimeout: 10 * time.Second, Traces: c.traces,
+		BodyReadTimeout: c.bodyReadTimeout, Logger: c.logger, ShutdownTimeout: 10 * time.Second, Traces: c.traces,
 		TLS: pki.PeerServerConfig(cert, peer, c.ca.Pool()), Peer: &server.Peer{CA: c.ca, Cert: peer}}
 	for _, f := range c.serverOpts {
 		f(&sopts)
