@@ -1,6 +1,7 @@
 package api
 
 import (
+	"maps"
 	"strings"
 	"time"
 )
@@ -138,6 +139,17 @@ type WorkerSpec struct {
 	// Workspace is the working directory, relative to the workspace.
 	Workspace string    `json:"workspace,omitempty"`
 	Timeout   *Duration `json:"timeout,omitempty"`
+	// Resources are the requests and limits of the unit's container under
+	// a cluster runtime (runtime/kubernetes); unset: the runtime's
+	// defaults.
+	Resources *Resources `json:"resources,omitempty"`
+}
+
+// Resources are a container's resource requests and limits, by resource
+// name ("cpu", "memory"), as Kubernetes quantities ("500m", "256Mi").
+type Resources struct {
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
 }
 
 // Ungrantable says why a project may not grant its workers any verb on
@@ -244,6 +256,9 @@ func (w *WorkerSpec) DeepCopy() *WorkerSpec {
 	if w.Timeout != nil {
 		t := *w.Timeout
 		c.Timeout = &t
+	}
+	if w.Resources != nil {
+		c.Resources = &Resources{Requests: maps.Clone(w.Resources.Requests), Limits: maps.Clone(w.Resources.Limits)}
 	}
 	return &c
 }

@@ -1,0 +1,80 @@
+package kubernetes
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/runtime"
+)
+
+// The files by which a unit says what it runs for. Their callers (the
+// scheduler and the container deployer) put them in every unit they start;
+// reading them here keeps those callers unchanged.
+const (
+	eventFile   = ".cairn/event.json" // a Brigade worker's or job's event
+	importsFile = "imports.json"      // a container deploy item's imports
+)
+
+// unitInfo is what the runtime learns about a unit from its spec.
+type unitInfo struct {
+	OwnerKind string // "Event", "DeployItem" or ""
+	Owner     string // namespace/name
+	Image     string
+	// ImageField names where a user sets Image, for the reason a unit
+	// without one fails with.
+	ImageField string
+	Resources  *api.Resources
+	// ResourcesField names where Resources came from.
+	ResourcesField string
+}
+
+// describe reads what a unit runs for out of its spec: a Brigade unit's
+// event file (the worker's spec, or the job's when CAIRN_JOB is set) or a
+// container deploy item's imports file (its config's image and
+// resources). A spec with neither gives an empty unitInfo. Errors: a file
+// that does not decode, naming it.
+func describe(s runtime.Spec) (unitInfo, error) {
+	env := map[string]string{}
+	for _, kv := range s.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	if raw, ok := s.Files[eventFile]; ok {
+		var ev api.Event
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return unitInfo{}, fmt.Errorf("%s does not decode as an Event: %v", eventFile, err)
+		}
+		info := unitInfo{OwnerKind: api.KindEvent, Owner: ev.Namespace + "/" + ev.Name}
+		ws := ev.Spec.Worker
+		info.ImageField, info.ResourcesField = "the Project's spec.workerTemplate.image", "the Project's spec.workerTemplate.resources"
+		if job := env["CAIRN_JOB"]; job != "" {
+			ws = api.WorkerSpec{}
+			for _, j := range ev.Status.Jobs {
+				if j.Name == job {
+					ws = j.Spec
+				}
+			}
+			info.ImageField = fmt.Sprintf("the image of job %q", job)
+			info.ResourcesField = fmt.Sprintf("the resources of job %q", job)
+		}
+		info.Image, info.Resources = ws.Image, ws.Resources
+		return info, nil
+	}
+	if raw, ok := s.Files[importsFile]; ok {
+		var imp struct {
+			Config struct {
+				Image     string         `json:"image"`
+				Resources *api.Resources `json:"resources"`
+			} `json:"config"`
+		}
+		if err := json.Unmarshal(raw, &imp); err != nil {
+			return unitInfo{}, fmt.Errorf("%s does not decode: %v", importsFile, err)
+		}
+		return unitInfo{OwnerKind: api.KindDeployItem, Owner: env["CAIRN_NAMESPACE"] + "/" + env["CAIRN_DEPLOYITEM"],
+			Image: imp.Config.Image, ImageField: "the deploy item's spec.config.image",
+			Resources: imp.Config.Resources, ResourcesField: "the deploy item's spec.config.resources"}, nil
+	}
+	return unitInfo{ImageField: "an image"}, nil
+}
