@@ -11,7 +11,6 @@ import (
 	"cairn.dev/cairn/runtime"
 	rtkube "cairn.dev/cairn/runtime/kubernetes"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -142,4 +141,3 @@ func (e *env) podGone(t *testing.T, id string) {
 	}
 }
 
-var _ = rbacv1.PolicyRule{}
