@@ -140,4 +140,3 @@ func (e *env) podGone(t *testing.T, id string) {
 		}
 	}
 }
-
