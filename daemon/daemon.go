@@ -103,6 +103,10 @@ type Options struct {
 	// by default each as a uid of its own, which needs root; the server
 	// refuses to start otherwise, unless RuntimeIsolation.None opts out.
 	RuntimeIsolation rtlocal.Isolation
+	// Runtime, when set, is where the controllers run units instead of
+	// the local runtime (RuntimeDir and RuntimeIsolation are then unused);
+	// the daemon closes it when it stops.
+	Runtime unitRuntime
 	// CompactionInterval: the leader compacts history older than this
 	// interval, every interval; default 5m.
 	CompactionInterval time.Duration
@@ -174,7 +178,7 @@ type Daemon struct {
 	http     *server.Server
 	metrics  *prometheus.Registry
 	manager  *manager.Manager // nil without controllers
-	runtime  *rtlocal.Runtime // nil without controllers
+	runtime  unitRuntime      // nil without controllers
 	system   client.Interface // in-process client acting as the system
 	listener net.Listener
 	token    string
@@ -267,16 +271,8 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		return d, err
 	}
 	if len(opts.Controllers) > 0 {
-		dir := opts.RuntimeDir
-		switch {
-		case dir != "":
-		case opts.RuntimeIsolation.None:
-			dir = filepath.Join(opts.DataDir, "runtime")
-		default:
-			dir = rtlocal.DefaultRoot
-		}
-		if d.runtime, err = rtlocal.New(rtlocal.Options{Root: dir, Logger: d.log, Isolation: opts.RuntimeIsolation}); err != nil {
-			return d, fmt.Errorf("daemon: open the runtime in %s: %w", dir, err)
+		if d.runtime, err = openRuntime(opts, d); err != nil {
+			return d, err
 		}
 		d.manager, err = manager.New(manager.Options{
 			Client: d.system, Controllers: opts.Controllers, Identity: d.advertised(),
@@ -294,7 +290,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log,
 		Traces: traceSource{d}, BodyReadTimeout: opts.BodyReadTimeout, StoreTimeout: opts.StoreTimeout, TLS: serveTLS, Peer: peer,
-		MaxRequestsInflight: opts.MaxRequestsInflight, MaxWatches: opts.MaxWatches, WriteTimeout: opts.WriteTimeout})
+		MaxRequestsInflight: opts.MaxRequestsInflight, MaxWatches: opts.MaxWatches, WriteTimeout: opts.WriteTimeout, Ready: d.runtimeReady})
 	if err != nil {
 		return d, err
 	}

@@ -33,6 +33,7 @@ import (
 	"cairn.dev/cairn/internal/privfile"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/pki"
+	rtkube "cairn.dev/cairn/runtime/kubernetes"
 	rtlocal "cairn.dev/cairn/runtime/local"
 )
 
@@ -49,6 +50,7 @@ type flags struct {
 	logLevel         string
 	runtimeDir       string
 	runtimeIsolation rtlocal.IsolationFlags
+	runtimeSelect    rtkube.Flags
 
 	// timeouts are the deploy item timeouts' defaults.
 	timeouts deployitem.Timeouts
@@ -92,6 +94,7 @@ forward trace requests only to a process that proves to be cairn's so.`,
 	fs.StringVar(&f.runtimeDir, "runtime-dir", "", "where the commands the controllers run keep their workspaces, state and logs "+
 		"(default "+defaultIsolatedRuntimeDir+", which units running as users of their own can pass through; ~/.cairn/controller-manager/runtime with --runtime-isolation=none)")
 	f.runtimeIsolation.AddFlags(fs)
+	f.runtimeSelect.AddFlags(fs)
 	return cmd
 }
 
@@ -148,10 +151,10 @@ func run(ctx context.Context, f *flags, stderr io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rt, err := rtlocal.New(rtlocal.Options{Root: runtimeDir, Logger: log, Isolation: isolation})
+	rt, err := f.openRuntime(runtimeDir, isolation, log)
 	if err != nil {
 		l.Close()
-		return fmt.Errorf("--runtime-dir %s: %w", runtimeDir, err)
+		return err
 	}
 	defer rt.Close()
 	m, err := manager.New(manager.Options{Client: c, Controllers: ctrls, Identity: url, LeaderElection: true,
