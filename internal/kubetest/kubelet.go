@@ -138,3 +138,51 @@ func (k *Kubelet) ConfirmDeletion(ctx context.Context, pod *corev1.Pod) error {
 	zero := int64(0)
 	return k.c.Clientset().CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 }
+
+// Play runs every pod created in namespace ns from now until ctx ends, as
+// a kubelet would: it binds the pod, makes it Running, calls do (in a
+// goroutine of the pod's own) and ends the pod with the code do returns;
+// and it confirms the deletion of pods being deleted on its node. do may
+// be nil (exit 0 at once). It does not block; failures of the API are
+// reported through t.Errorf unless ctx has ended.
+func (k *Kubelet) Play(ctx context.Context, ns string, do func(ctx context.Context, pod *corev1.Pod) int32) {
+	w, err := k.c.Clientset().CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		k.c.t.Errorf("kubetest: watch pods: %v", err)
+		return
+	}
+	report := func(err error) {
+		if err != nil && ctx.Err() == nil {
+			k.c.t.Errorf("kubetest: kubelet: %v", err)
+		}
+	}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			switch {
+			case pod.DeletionTimestamp != nil:
+				if ev.Type != "DELETED" {
+					go func() { _ = k.ConfirmDeletion(ctx, pod) }()
+				}
+			case ev.Type == "ADDED":
+				go func() {
+					if err := k.Run(ctx, pod); err != nil {
+						report(err)
+						return
+					}
+					code := int32(0)
+					if do != nil {
+						code = do(ctx, pod)
+					}
+					if err := k.Exit(ctx, pod, code, ""); err != nil && !strings.Contains(err.Error(), "not found") {
+						report(err)
+					}
+				}()
+			}
+		}
+	}()
+}
