@@ -63,8 +63,17 @@ func BenchmarkEventsKubernetesRuntime(b *testing.B) {
 		before := requests.Load()
 		t0 := time.Now()
 		for range n {
-			if _, err := cl.Create(ctx, eventObject()); err != nil {
-				b.Fatal(err)
+			// A loaded machine may leave the store briefly unavailable
+			// (503, nothing changed): retry those.
+			for attempt := 0; ; attempt++ {
+				_, err := cl.Create(ctx, eventObject())
+				if err == nil {
+					break
+				}
+				if attempt == 20 {
+					b.Fatal(err)
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
 		}
 		for {
