@@ -143,6 +143,20 @@ type WorkerSpec struct {
 	// a cluster runtime (runtime/kubernetes); unset: the runtime's
 	// defaults.
 	Resources *Resources `json:"resources,omitempty"`
+	// SharedWorkspace, when set on a Project's workerTemplate, gives the
+	// worker and its jobs one volume as their workspace under a cluster
+	// runtime (a PersistentVolumeClaim), removed when the worker is
+	// cleaned up; unset: each unit's workspace is its own.
+	SharedWorkspace *SharedWorkspace `json:"sharedWorkspace,omitempty"`
+}
+
+// SharedWorkspace is the volume a worker shares with its jobs.
+type SharedWorkspace struct {
+	// Size is a Kubernetes quantity ("1Gi"); required.
+	Size string `json:"size"`
+	// StorageClassName chooses the volume's class; empty: the cluster's
+	// default.
+	StorageClassName string `json:"storageClassName,omitempty"`
 }
 
 // Resources are a container's resource requests and limits, by resource
@@ -259,6 +273,10 @@ func (w *WorkerSpec) DeepCopy() *WorkerSpec {
 	}
 	if w.Resources != nil {
 		c.Resources = &Resources{Requests: maps.Clone(w.Resources.Requests), Limits: maps.Clone(w.Resources.Limits)}
+	}
+	if w.SharedWorkspace != nil {
+		sw := *w.SharedWorkspace
+		c.SharedWorkspace = &sw
 	}
 	return &c
 }

@@ -28,6 +28,12 @@ type unitInfo struct {
 	Resources  *api.Resources
 	// ResourcesField names where Resources came from.
 	ResourcesField string
+	// Claim names the PersistentVolumeClaim that is the workspace of an
+	// event's worker and jobs, when its Project asks for one; the worker
+	// (ClaimOwner) creates it with Shared's size and class.
+	Claim      string
+	ClaimOwner bool
+	Shared     *api.SharedWorkspace
 }
 
 // describe reads what a unit runs for out of its spec: a Brigade unit's
@@ -60,6 +66,9 @@ func describe(s runtime.Spec) (unitInfo, error) {
 			info.ResourcesField = fmt.Sprintf("the resources of job %q", job)
 		}
 		info.Image, info.Resources = ws.Image, ws.Resources
+		if sw := ev.Spec.Worker.SharedWorkspace; sw != nil {
+			info.Claim, info.ClaimOwner, info.Shared = Name("ws-"+ev.UID), env["CAIRN_JOB"] == "", sw
+		}
 		return info, nil
 	}
 	if raw, ok := s.Files[importsFile]; ok {

@@ -19,6 +19,9 @@ const (
 
 	// AnnotationID holds the unit's full ID (Name may shorten it).
 	AnnotationID = "cairn.dev/unit-id"
+	// AnnotationClaim, on a worker's Secret, names the workspace claim it
+	// shares with its jobs, deleted with the worker's pod.
+	AnnotationClaim = "cairn.dev/workspace-claim"
 	// The final state, written on the Secret once the unit has ended.
 	AnnotationPhase    = "cairn.dev/phase"
 	AnnotationExitCode = "cairn.dev/exit-code"

@@ -64,6 +64,9 @@ func buildSecret(s runtime.Spec, info unitInfo, o podOptions, failed *runtime.St
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{},
 	}
+	if info.Claim != "" && info.ClaimOwner {
+		sec.Annotations[AnnotationClaim] = info.Claim
+	}
 	if failed != nil {
 		maps.Copy(sec.Annotations, recordAnnotations(*failed))
 		return sec
@@ -161,10 +164,37 @@ func buildPod(s runtime.Spec, info unitInfo, res corev1.ResourceRequirements, o 
 					RunAsNonRoot: &yes, Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 			}},
 			Volumes: []corev1.Volume{
-				{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "workspace", VolumeSource: workspaceSource(info)},
 				{Name: "files", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 					SecretName: name, DefaultMode: &mode}}},
 			},
 		},
 	}
+}
+
+// workspaceSource is the unit's workspace: the event's shared claim, or an
+// emptyDir of its own.
+func workspaceSource(info unitInfo) corev1.VolumeSource {
+	if info.Claim != "" {
+		return corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: info.Claim}}
+	}
+	return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+}
+
+// buildClaim returns the shared workspace's claim. Errors: a size that is
+// not a quantity, naming the field.
+func buildClaim(info unitInfo, id string, o podOptions) (*corev1.PersistentVolumeClaim, error) {
+	size, err := resource.ParseQuantity(info.Shared.Size)
+	if err != nil || size.Sign() <= 0 {
+		return nil, fmt.Errorf("the Project's spec.workerTemplate.sharedWorkspace.size %q is not a positive quantity (e.g. 1Gi)", info.Shared.Size)
+	}
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: info.Claim, Namespace: o.Namespace, Labels: unitLabels(id, info)},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}}},
+	}
+	if info.Shared.StorageClassName != "" {
+		pvc.Spec.StorageClassName = &info.Shared.StorageClassName
+	}
+	return pvc, nil
 }

@@ -40,6 +40,10 @@ func (r *Runtime) Start(ctx context.Context, s runtime.Spec) (runtime.State, err
 	if err == nil {
 		res, err = resources(info.Resources, info.ResourcesField, r.opts.Defaults)
 	}
+	var claim *corev1.PersistentVolumeClaim
+	if err == nil && info.Claim != "" && info.ClaimOwner {
+		claim, err = buildClaim(info, s.ID, r.pod)
+	}
 	now := time.Now()
 	var failed *runtime.State
 	switch {
@@ -60,6 +64,13 @@ func (r *Runtime) Start(ctx context.Context, s runtime.Spec) (runtime.State, err
 	if failed != nil {
 		r.log.Info("unit failed to start", "id", s.ID, "reason", failed.Reason)
 		return *failed, nil
+	}
+	if claim != nil {
+		_, err := r.cs.CoreV1().PersistentVolumeClaims(r.opts.Namespace).Create(ctx, claim, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			_ = r.cs.CoreV1().Secrets(r.opts.Namespace).Delete(context.WithoutCancel(ctx), sec.Name, metav1.DeleteOptions{})
+			return runtime.State{}, apiErr("create the shared workspace of "+s.ID, err)
+		}
 	}
 	pod := buildPod(s, info, res, r.pod)
 	if _, err := r.cs.CoreV1().Pods(r.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -276,7 +287,24 @@ func (r *Runtime) Cleanup(ctx context.Context, id string) error {
 	if err := r.Kill(ctx, id); err != nil {
 		return err
 	}
-	return r.deletePod(ctx, id)
+	if err := r.deletePod(ctx, id); err != nil {
+		return err
+	}
+	return r.deleteClaim(ctx, id)
+}
+
+// deleteClaim deletes the shared workspace a worker's unit created; the
+// cluster keeps it until its jobs' pods are gone too.
+func (r *Runtime) deleteClaim(ctx context.Context, id string) error {
+	sec, err := r.secret(ctx, id)
+	if err != nil || sec.Annotations[AnnotationClaim] == "" {
+		return err
+	}
+	err = r.cs.CoreV1().PersistentVolumeClaims(r.opts.Namespace).Delete(ctx, sec.Annotations[AnnotationClaim], metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return apiErr("delete the shared workspace of "+id, err)
+	}
+	return nil
 }
 
 // deletePod deletes the unit's pod at once and waits until it is gone.

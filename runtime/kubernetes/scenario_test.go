@@ -175,3 +175,53 @@ func TestEvents_ARestartOfCairnWhilePodsRunStartsNoSecondPod(t *testing.T) {
 		t.Errorf("%d pods were started for the worker, want 1", n)
 	}
 }
+
+func TestEvents_AWorkerSharesItsWorkspaceClaimWithItsJobsAndItGoesWithTheWorker(t *testing.T) {
+	e := newEnv(t)
+	d, c := cairnOn(t, e, e.rt, "", api.WorkerSpec{SharedWorkspace: &api.SharedWorkspace{Size: "1Gi"}})
+	var mu sync.Mutex
+	claims := map[string]string{} // pod -> claim
+	e.k.Play(e.ctx, ns, func(ctx context.Context, pod *corev1.Pod) int32 {
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == "workspace" && v.PersistentVolumeClaim != nil {
+				mu.Lock()
+				claims[pod.Name] = v.PersistentVolumeClaim.ClaimName
+				mu.Unlock()
+			}
+		}
+		if unitEnv(ctx, e.cs, pod, "CAIRN_JOB") != "" {
+			return 0
+		}
+		cfg := d.ClientConfig()
+		cfg.Token = unitEnv(ctx, e.cs, pod, "CAIRN_TOKEN")
+		wc, _ := client.NewHTTP(cfg)
+		body, _ := json.Marshal(map[string]any{"name": "build", "spec": api.WorkerSpec{Command: []string{"/bin/sh"}, Image: "example.com/build:1"}})
+		if _, err := wc.Action(ctx, client.ActionRequest{Kind: api.KindEvent, Namespace: "default", Name: "push-1", Action: "jobs", Body: body}); err != nil {
+			t.Errorf("create job: %v", err)
+			return 1
+		}
+		for ctx.Err() == nil {
+			ev, err := client.For[*api.Event](wc).Get(ctx, "default", "push-1")
+			if err == nil && len(ev.Status.Jobs) == 1 && ev.Status.Jobs[0].Phase == api.PhaseSucceeded {
+				return 0
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return 1
+	})
+	uid := createEvent(t, e, c, "push-1")
+	claim := rtkube.Name("ws-" + uid)
+	waitEvent(t, e, c, "push-1", "the worker to succeed", func(ev *api.Event) bool { return ev.Status.Worker.Phase == api.PhaseSucceeded })
+	mu.Lock()
+	worker, job := claims[rtkube.Name(api.WorkerUnitID(uid))], claims[rtkube.Name(api.JobUnitID(uid, "build"))]
+	mu.Unlock()
+	if worker != claim || job != claim {
+		t.Errorf("workspace claims: worker %q, job %q; want both %q", worker, job, claim)
+	}
+	testkit.Eventually(t, time.Minute, "the claim to be deleted", func() bool {
+		pvc, err := e.cs.CoreV1().PersistentVolumeClaims(ns).Get(e.ctx, claim, metav1.GetOptions{})
+		// Without a kube-controller-manager the pvc-protection finalizer
+		// stays: deleted means marked for deletion.
+		return apierrors.IsNotFound(err) || (err == nil && pvc.DeletionTimestamp != nil)
+	})
+}
