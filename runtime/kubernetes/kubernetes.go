@@ -89,9 +89,10 @@ type Runtime struct {
 	synced  chan struct{} // closed once ready
 
 	mu        sync.Mutex
-	notReady  error         // why not ready; nil once ready
-	changed   chan struct{} // closed and replaced on every change seen
-	finishing map[string]bool
+	notReady  error           // why not ready; nil once ready
+	changed   chan struct{}   // closed and replaced on every change seen
+	finishing map[string]bool // units whose end is being recorded
+	starting  map[string]bool // units whose objects Start is creating
 	closed    bool
 }
 
@@ -118,8 +119,8 @@ func New(opts Options) (*Runtime, error) {
 		pod: podOptions{Namespace: opts.Namespace, RunAsUser: opts.RunAsUser,
 			GracePeriod: int64((opts.KillGrace + time.Second - 1) / time.Second), Defaults: opts.Defaults},
 		stop: make(chan struct{}), synced: make(chan struct{}), changed: make(chan struct{}),
-		finishing: map[string]bool{},
-		notReady:  fmt.Errorf("%w: connecting to %s", ErrNotReady, opts.Config.Host)}
+		finishing: map[string]bool{}, starting: map[string]bool{},
+		notReady: fmt.Errorf("%w: connecting to %s", ErrNotReady, opts.Config.Host)}
 	pi, si := f.Core().V1().Pods(), f.Core().V1().Secrets()
 	r.pods, r.secrets = pi.Lister().Pods(opts.Namespace), si.Lister().Secrets(opts.Namespace)
 	h := cache.ResourceEventHandlerFuncs{

@@ -54,6 +54,15 @@ func (r *Runtime) Start(ctx context.Context, s runtime.Spec) (runtime.State, err
 			Reason: "no image to run: the kubernetes runtime needs " + info.ImageField}
 	}
 	sec := buildSecret(s, info, r.pod, failed)
+	// Until its pod is created, the unit is Pending, not Lost.
+	r.mu.Lock()
+	r.starting[sec.Name] = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.starting, sec.Name)
+		r.mu.Unlock()
+	}()
 	if _, err := r.cs.CoreV1().Secrets(r.opts.Namespace).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			st, _ := r.State(ctx, s.ID)
@@ -142,6 +151,9 @@ func (r *Runtime) observe(ctx context.Context, sec *corev1.Secret) (runtime.Stat
 	if err != nil {
 		return runtime.State{}, nil, err
 	}
+	if pod == nil && r.isStarting(sec.Name) {
+		return runtime.State{Phase: runtime.PhasePending, Started: sec.CreationTimestamp.Time}, nil, nil
+	}
 	st := podState(pod)
 	if pod == nil {
 		st.Started = sec.CreationTimestamp.Time
@@ -153,6 +165,13 @@ func (r *Runtime) observe(ctx context.Context, sec *corev1.Secret) (runtime.Stat
 		}
 	}
 	return st, pod, nil
+}
+
+// isStarting reports whether this runtime is creating the unit's objects.
+func (r *Runtime) isStarting(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.starting[name]
 }
 
 // State returns the unit's state. See runtime.Runtime.
