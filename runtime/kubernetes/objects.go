@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/runtime"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -84,7 +83,7 @@ func buildSecret(s runtime.Spec, info unitInfo, o podOptions, failed *runtime.St
 // resources returns the container's requests and limits: the runtime's
 // defaults, overridden per resource by r. Errors: a quantity that does not
 // parse, naming field and resource.
-func resources(r *api.Resources, field string, defaults corev1.ResourceRequirements) (corev1.ResourceRequirements, error) {
+func resources(r *Resources, field string, defaults corev1.ResourceRequirements) (corev1.ResourceRequirements, error) {
 	out := corev1.ResourceRequirements{Requests: maps.Clone(defaults.Requests), Limits: maps.Clone(defaults.Limits)}
 	if r == nil {
 		return out, nil
