@@ -1,6 +1,7 @@
 package api
 
 import (
+	"maps"
 	"strings"
 	"time"
 )
@@ -138,6 +139,31 @@ type WorkerSpec struct {
 	// Workspace is the working directory, relative to the workspace.
 	Workspace string    `json:"workspace,omitempty"`
 	Timeout   *Duration `json:"timeout,omitempty"`
+	// Resources are the requests and limits of the unit's container under
+	// a cluster runtime (runtime/kubernetes); unset: the runtime's
+	// defaults.
+	Resources *Resources `json:"resources,omitempty"`
+	// SharedWorkspace, when set on a Project's workerTemplate, gives the
+	// worker and its jobs one volume as their workspace under a cluster
+	// runtime (a PersistentVolumeClaim), removed when the worker is
+	// cleaned up; unset: each unit's workspace is its own.
+	SharedWorkspace *SharedWorkspace `json:"sharedWorkspace,omitempty"`
+}
+
+// SharedWorkspace is the volume a worker shares with its jobs.
+type SharedWorkspace struct {
+	// Size is a Kubernetes quantity ("1Gi"); required.
+	Size string `json:"size"`
+	// StorageClassName chooses the volume's class; empty: the cluster's
+	// default.
+	StorageClassName string `json:"storageClassName,omitempty"`
+}
+
+// Resources are a container's resource requests and limits, by resource
+// name ("cpu", "memory"), as Kubernetes quantities ("500m", "256Mi").
+type Resources struct {
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
 }
 
 // Ungrantable says why a project may not grant its workers any verb on
@@ -244,6 +270,13 @@ func (w *WorkerSpec) DeepCopy() *WorkerSpec {
 	if w.Timeout != nil {
 		t := *w.Timeout
 		c.Timeout = &t
+	}
+	if w.Resources != nil {
+		c.Resources = &Resources{Requests: maps.Clone(w.Resources.Requests), Limits: maps.Clone(w.Resources.Limits)}
+	}
+	if w.SharedWorkspace != nil {
+		sw := *w.SharedWorkspace
+		c.SharedWorkspace = &sw
 	}
 	return &c
 }

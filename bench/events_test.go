@@ -18,14 +18,25 @@ import (
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/internal/testkit"
+	rtkube "cairn.dev/cairn/runtime/kubernetes"
 )
 
 // startEvents starts a server whose controllers are those of cfg (none
 // when nil), with a project "bench" running cmd and copying one secret.
 func startEvents(b *testing.B, cfg *controllers.Config, cmd ...string) (*daemon.Daemon, client.Interface, string) {
 	b.Helper()
+	return startEventsWith(b, cfg, nil, cmd...)
+}
+
+// startEventsWith is startEvents with the controllers' runtime rt (nil:
+// the local runtime).
+func startEventsWith(b *testing.B, cfg *controllers.Config, rt *rtkube.Runtime, cmd ...string) (*daemon.Daemon, client.Interface, string) {
+	b.Helper()
 	dir := filepath.Join(b.TempDir(), "data")
 	opts := daemon.Options{Listen: "127.0.0.1:0", DataDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), InsecureHTTP: insecureHTTP()}
+	if rt != nil {
+		opts.Runtime = rt
+	}
 	if cfg != nil {
 		opts.Controllers = controllers.List(*cfg)
 	}
@@ -41,7 +52,7 @@ func startEvents(b *testing.B, cfg *controllers.Config, cmd ...string) (*daemon.
 		b.Fatal(err)
 	}
 	if _, err := client.For[*api.Project](c).Create(ctx, &api.Project{ObjectMeta: api.ObjectMeta{Name: "bench", Namespace: "default"},
-		Spec: api.ProjectSpec{Secrets: []string{"bench-secret"}, WorkerTemplate: api.WorkerSpec{Command: cmd}}}); err != nil {
+		Spec: api.ProjectSpec{Secrets: []string{"bench-secret"}, WorkerTemplate: api.WorkerSpec{Command: cmd, Image: "example.com/worker:1"}}}); err != nil {
 		b.Fatal(err)
 	}
 	return d, c, dir

@@ -47,9 +47,13 @@ type ControllerManagerOptions struct {
 	// LeaderTTL is how long a dead leader blocks failover; at least 1s.
 	LeaderTTL time.Duration
 	// RuntimeDir and RuntimeIsolation are the local runtime's, as in
-	// Options (RuntimeDir is required here).
+	// Options (RuntimeDir is required here, unless Runtime is set).
 	RuntimeDir       string
 	RuntimeIsolation rtlocal.Isolation
+	// Runtime, when set, is where the controllers run units (the
+	// kubernetes runtime) instead of a local runtime in RuntimeDir; the
+	// controller manager closes it when it stops. Never a typed nil.
+	Runtime unitRuntime
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -100,9 +104,13 @@ func StartControllerManager(ctx context.Context, opts ControllerManagerOptions) 
 	if err != nil {
 		return nil, &OptionError{Option: "Server", Err: err}
 	}
-	rt, err := rtlocal.New(rtlocal.Options{Root: opts.RuntimeDir, Logger: log, Isolation: opts.RuntimeIsolation})
-	if err != nil {
-		return nil, &OptionError{Option: "RuntimeDir", Err: fmt.Errorf("%s: %w", opts.RuntimeDir, err)}
+	rt := opts.Runtime
+	if rt == nil {
+		local, err := rtlocal.New(rtlocal.Options{Root: opts.RuntimeDir, Logger: log, Isolation: opts.RuntimeIsolation})
+		if err != nil {
+			return nil, &OptionError{Option: "RuntimeDir", Err: fmt.Errorf("%s: %w", opts.RuntimeDir, err)}
+		}
+		rt = local
 	}
 	l, url, p, err := listenCM(ctx, opts, tlsConfig)
 	if err != nil {
@@ -138,7 +146,7 @@ func (o ControllerManagerOptions) validate() error {
 		return bad("Token", "required: the token the controllers act with")
 	case o.Listen == "":
 		return bad("Listen", "required: the address for health, metrics and traces")
-	case o.RuntimeDir == "":
+	case o.RuntimeDir == "" && o.Runtime == nil:
 		return bad("RuntimeDir", "required: where the commands the controllers run keep their workspaces")
 	case o.LeaderTTL < time.Second:
 		return bad("LeaderTTL", "must be at least 1s, got %s", o.LeaderTTL)
@@ -167,7 +175,7 @@ func cmHTTPServer(m *manager.Manager, o ControllerManagerOptions, reg *prometheu
 
 // run serves hs on l and runs m until ctx ends or either fails, then
 // shuts hs down (10 s at most), closes rt and records why it stopped.
-func (cm *ControllerManager) run(ctx context.Context, m *manager.Manager, hs *http.Server, l net.Listener, rt *rtlocal.Runtime, log *slog.Logger) {
+func (cm *ControllerManager) run(ctx context.Context, m *manager.Manager, hs *http.Server, l net.Listener, rt unitRuntime, log *slog.Logger) {
 	defer close(cm.done)
 	defer rt.Close()
 	serveErr := make(chan error, 1)

@@ -101,6 +101,10 @@ type Options struct {
 	// by default each as a uid of its own, which needs root; the server
 	// refuses to start otherwise, unless RuntimeIsolation.None opts out.
 	RuntimeIsolation rtlocal.Isolation
+	// Runtime, when set, is where the controllers run units instead of
+	// the local runtime (RuntimeDir and RuntimeIsolation are then unused);
+	// the daemon closes it when it stops.
+	Runtime unitRuntime
 	// CompactionInterval: the leader compacts history older than this
 	// interval, every interval; default 5m.
 	CompactionInterval time.Duration
@@ -172,7 +176,7 @@ type Daemon struct {
 	http     *server.Server
 	metrics  *prometheus.Registry
 	manager  *manager.Manager // nil without controllers
-	runtime  *rtlocal.Runtime // nil without controllers
+	runtime  unitRuntime      // nil without controllers
 	system   client.Interface // in-process client acting as the system
 	listener net.Listener
 	token    string
@@ -246,7 +250,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	bindEvents(events, d.registry, d.runtime)
 	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log,
 		Traces: traceSource{d}, Dependents: dependentsSource{d}, BodyReadTimeout: opts.BodyReadTimeout, StoreTimeout: opts.StoreTimeout, TLS: serveTLS, Peer: peer,
-		MaxRequestsInflight: opts.MaxRequestsInflight, MaxWatches: opts.MaxWatches, WriteTimeout: opts.WriteTimeout})
+		MaxRequestsInflight: opts.MaxRequestsInflight, MaxWatches: opts.MaxWatches, WriteTimeout: opts.WriteTimeout, Ready: d.runtimeReady})
 	if err != nil {
 		return d, err
 	}

@@ -13,7 +13,6 @@ import (
 	"cairn.dev/cairn/leader"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/registry"
-	rtlocal "cairn.dev/cairn/runtime/local"
 	"cairn.dev/cairn/store"
 	"cairn.dev/cairn/store/embedded"
 )
@@ -89,17 +88,9 @@ func (d *Daemon) newManager() error {
 	if len(o.Controllers) == 0 {
 		return nil
 	}
-	dir := o.RuntimeDir
-	switch {
-	case dir != "":
-	case o.RuntimeIsolation.None:
-		dir = filepath.Join(o.DataDir, "runtime")
-	default:
-		dir = rtlocal.DefaultRoot
-	}
 	var err error
-	if d.runtime, err = rtlocal.New(rtlocal.Options{Root: dir, Logger: d.log, Isolation: o.RuntimeIsolation}); err != nil {
-		return fmt.Errorf("daemon: open the runtime in %s: %w", dir, err)
+	if d.runtime, err = openRuntime(o, d); err != nil {
+		return err
 	}
 	d.manager, err = manager.New(manager.Options{
 		Client: d.system, Controllers: o.Controllers, Identity: d.advertised(),
@@ -112,11 +103,13 @@ func (d *Daemon) newManager() error {
 // bindEvents gives the event service the registry and the runtime whose
 // logs it serves, or no runtime on a server that runs no controllers.
 //
-// The typed-nil trap: rt is a *rtlocal.Runtime, and a nil one passed as
-// the runtime.Runtime interface would be an interface that is not nil
+// The typed-nil trap: a nil *rtlocal.Runtime (or any nil pointer) stored
+// in the runtime.Runtime interface would be an interface that is not nil
 // (it holds a type), so the service would believe it has a runtime and
-// call methods on a nil pointer. Only an untyped nil says "none".
-func bindEvents(events *event.Service, reg *registry.Registry, rt *rtlocal.Runtime) {
+// call methods on a nil pointer. d.runtime is an interface that is only
+// ever set from openRuntime's non-nil results, so its zero value is an
+// untyped nil; it is checked here before it is converted.
+func bindEvents(events *event.Service, reg *registry.Registry, rt unitRuntime) {
 	if rt == nil {
 		events.Bind(reg, nil)
 		return

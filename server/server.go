@@ -60,6 +60,9 @@ type Options struct {
 	Logger *slog.Logger
 	// ReadyTimeout bounds the store check of /readyz; default 2s.
 	ReadyTimeout time.Duration
+	// Ready, when set, is one more check of /readyz (such as the
+	// runtime's): an error makes it answer 503 with the error's message.
+	Ready func(context.Context) error
 	// StoreTimeout bounds the store's part of every request (deadline.go):
 	// each store call, and each read or write with its retries, ends
 	// within it. A store that does not answer in time is a 503 with
@@ -272,6 +275,12 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	if err := storeFull(s.reg.Store().Space()); err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if s.opts.Ready != nil {
+		if err := s.opts.Ready(ctx); err != nil {
+			s.writeError(w, r, api.NewStatus(api.ReasonUnavailable, "%s", err.Error()))
+			return
+		}
 	}
 	writeText(w, http.StatusOK, "ok\n")
 }

@@ -22,6 +22,7 @@ import (
 	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/internal/gopace"
 	"cairn.dev/cairn/internal/privfile"
+	rtkube "cairn.dev/cairn/runtime/kubernetes"
 	rtlocal "cairn.dev/cairn/runtime/local"
 )
 
@@ -35,6 +36,7 @@ type flags struct {
 	logLevel         string
 	runtimeDir       string
 	runtimeIsolation rtlocal.IsolationFlags
+	runtimeSelect    rtkube.Flags
 }
 
 // New returns the `cairn controller-manager` command.
@@ -69,6 +71,7 @@ forward trace requests only to a process that proves to be cairn's so.`,
 	fs.StringVar(&f.runtimeDir, "runtime-dir", "", "where the commands the controllers run keep their workspaces, state and logs "+
 		"(default "+defaultIsolatedRuntimeDir+", which units running as users of their own can pass through; ~/.cairn/controller-manager/runtime with --runtime-isolation=none)")
 	f.runtimeIsolation.AddFlags(fs)
+	f.runtimeSelect.AddFlags(fs)
 	return cmd
 }
 
@@ -134,10 +137,21 @@ func (f *flags) options(stderr io.Writer) (daemon.ControllerManagerOptions, erro
 	if err != nil {
 		return daemon.ControllerManagerOptions{}, err
 	}
-	return daemon.ControllerManagerOptions{Server: f.server, Token: token, TokenSource: "--token-file " + f.tokenFile,
+	opts := daemon.ControllerManagerOptions{Server: f.server, Token: token, TokenSource: "--token-file " + f.tokenFile,
 		CAFile: f.caFile, Listen: f.listen, AdvertiseURL: f.advertise, Controllers: ctrls, LeaderTTL: f.ctrl.LeaderTTL,
 		RuntimeDir: runtimeDir, RuntimeIsolation: isolation,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}, nil
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
+	// --runtime kubernetes: units run as pods. Open returns a nil
+	// *Runtime for the local runtime, which must not become a non-nil
+	// interface in opts.Runtime.
+	kube, err := f.runtimeSelect.Open(opts.Logger)
+	if err != nil {
+		return daemon.ControllerManagerOptions{}, err
+	}
+	if kube != nil {
+		opts.Runtime = kube
+	}
+	return opts, nil
 }
 
 // readToken reads a bearer token from path, refusing a file that other

@@ -22,6 +22,7 @@ import (
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/internal/gopace"
+	rtkube "cairn.dev/cairn/runtime/kubernetes"
 	rtlocal "cairn.dev/cairn/runtime/local"
 )
 
@@ -54,6 +55,7 @@ type flags struct {
 	// The local runtime of the commands the controllers run.
 	runtimeDir       string
 	runtimeIsolation rtlocal.IsolationFlags
+	runtimeSelect    rtkube.Flags
 }
 
 // memoryFlags bound the memory of requests (daemon.Options, as the server's).
@@ -143,6 +145,7 @@ kubectl and client-go: KUBECONFIG=~/.cairn/kubeconfig kubectl get secrets.`,
 	fs.StringVar(&f.runtimeDir, "runtime-dir", "", "where the commands the controllers run keep their workspaces, state and logs "+
 		"(default "+rtlocal.DefaultRoot+", which units running as users of their own can pass through; <data-dir>/runtime with --runtime-isolation=none)")
 	f.runtimeIsolation.AddFlags(fs)
+	f.runtimeSelect.AddFlags(fs)
 	return cmd
 }
 
@@ -209,6 +212,11 @@ func run(ctx context.Context, f *flags, cfgPath string, stderr interface{ Write(
 	}
 	if err := f.memory.apply(&opts); err != nil {
 		return err
+	}
+	if rt, err := f.runtimeSelect.Open(log); err != nil {
+		return err
+	} else if rt != nil {
+		opts.Runtime = rt
 	}
 	gopace.Set().Log(log)
 	d, err := daemon.Start(ctx, opts)
