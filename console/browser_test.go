@@ -88,7 +88,7 @@ func (f *fixture) apply(t *testing.T, yaml string) {
 // namespace creates a namespace named for the test.
 func (f *fixture) namespace(t *testing.T, name string) string {
 	t.Helper()
-	f.apply(t, "kind: Namespace\nmetadata: {name: "+name+"}\n")
+	f.apply(t, "apiVersion: cairn.dev/v1alpha1\nkind: Namespace\nmetadata: {name: "+name+"}\n")
 	return name
 }
 
@@ -172,6 +172,7 @@ func (f *fixture) shot(t *testing.T, tab context.Context, name string) {
 }
 
 const shopYAML = `
+apiVersion: cairn.dev/v1alpha1
 kind: Installation
 metadata: {name: shop, namespace: %[1]s, labels: {app: shop}}
 spec:

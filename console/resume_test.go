@@ -71,7 +71,7 @@ func TestConsole_DroppedWatchResumesFromItsLastResourceVersion(t *testing.T) {
 	ns := f.namespace(t, "resume")
 	u, _ := url.Parse(f.url)
 	proxy := newCutter(t, u.Host)
-	f.apply(t, "kind: DataObject\nmetadata: {name: first, namespace: "+ns+"}\ndata: {a: 1}\n")
+	f.apply(t, "apiVersion: cairn.dev/v1alpha1\nkind: DataObject\nmetadata: {name: first, namespace: "+ns+"}\ndata: {a: 1}\n")
 	tab := browsertest.Tab(t, f.browser)
 	base := "http://" + proxy.l.Addr().String()
 	run(t, tab, chromedp.Navigate(base+"/ui/list/dataobjects?ns="+ns), chromedp.WaitVisible(chromedp.ID("token")),
@@ -80,7 +80,7 @@ func TestConsole_DroppedWatchResumesFromItsLastResourceVersion(t *testing.T) {
 	// Record the page's requests from here on.
 	run(t, tab, chromedp.Evaluate[chromedp.Void](`(() => { window.__urls = []; const f = window.fetch;
 		window.fetch = (u, o) => { window.__urls.push(String(u)); return f(u, o); }; })()`))
-	f.apply(t, "kind: DataObject\nmetadata: {name: second, namespace: "+ns+"}\ndata: {a: 2}\n")
+	f.apply(t, "apiVersion: cairn.dev/v1alpha1\nkind: DataObject\nmetadata: {name: second, namespace: "+ns+"}\ndata: {a: 2}\n")
 	waitText(t, tab, ".vlist", "second")
 	second, err := f.c.Get(testkit.Context(t), "DataObject", ns, "second")
 	if err != nil {
@@ -100,7 +100,7 @@ func TestConsole_DroppedWatchResumesFromItsLastResourceVersion(t *testing.T) {
 		}
 	}()
 	waitText(t, tab, "#connection", "reconnecting")
-	f.apply(t, "kind: DataObject\nmetadata: {name: third, namespace: "+ns+"}\ndata: {a: 3}\n")
+	f.apply(t, "apiVersion: cairn.dev/v1alpha1\nkind: DataObject\nmetadata: {name: third, namespace: "+ns+"}\ndata: {a: 3}\n")
 	close(done)
 	waitText(t, tab, ".vlist", "third")
 	urls, err := eval[[]string](tab, "window.__urls")

@@ -79,7 +79,7 @@ func TestConsole_DeploymentsTreeShowsItemsAndAPhaseChangeArrivesWithoutReload(t 
 func TestConsole_ReconcileButtonAnnotatesTheInstallation(t *testing.T) {
 	f := setup(t)
 	ns := f.namespace(t, "reconcile")
-	f.apply(t, "kind: Installation\nmetadata: {name: solo, namespace: "+ns+"}\nspec:\n  blueprint:\n    inline:\n      deployExecutions:\n      - name: items\n        template: \"deployItems: [{name: x, type: mock, config: {}}]\"\n")
+	f.apply(t, "apiVersion: cairn.dev/v1alpha1\nkind: Installation\nmetadata: {name: solo, namespace: "+ns+"}\nspec:\n  blueprint:\n    inline:\n      deployExecutions:\n      - name: items\n        template: \"deployItems: [{name: x, type: mock, config: {}}]\"\n")
 	ctx := testkit.Context(t)
 	w, err := f.c.Watch(ctx, "Installation", ns, api.ListOptions{})
 	if err != nil {
@@ -113,7 +113,7 @@ func TestConsole_ReconcileButtonAnnotatesTheInstallation(t *testing.T) {
 func TestConsole_EventLogFollowsWhileRunningAndCancelAbortsIt(t *testing.T) {
 	f := setup(t)
 	ns := f.namespace(t, "events")
-	f.apply(t, "kind: Project\nmetadata: {name: hello, namespace: "+ns+"}\nspec:\n  workerTemplate:\n    command: [sh, -c, 'echo started; sleep 1; echo tick-one; sleep 1; echo tick-two; sleep 120']\n")
+	f.apply(t, "apiVersion: cairn.dev/v1alpha1\nkind: Project\nmetadata: {name: hello, namespace: "+ns+"}\nspec:\n  workerTemplate:\n    command: [sh, -c, 'echo started; sleep 1; echo tick-one; sleep 1; echo tick-two; sleep 120']\n")
 	if r := clitest.Run(t, f.d.ClientConfig(), "event", "create", "-n", ns, "--project", "hello", "--source", "test", "--type", "run"); r.Error != nil {
 		t.Fatalf("event create: %v %s", r.Error, r.Err)
 	}
@@ -181,7 +181,7 @@ func TestConsole_SecretValueIsNowhereInThePage(t *testing.T) {
 	f := setup(t)
 	ns := f.namespace(t, "secrets")
 	const value = "console-s3cr3t-value"
-	f.apply(t, "kind: Secret\nmetadata: {name: db-password, namespace: "+ns+"}\nstringData: {password: "+value+"}\n")
+	f.apply(t, "apiVersion: cairn.dev/v1alpha1\nkind: Secret\nmetadata: {name: db-password, namespace: "+ns+"}\nstringData: {password: "+value+"}\n")
 	tab := f.tab(t)
 	open(t, tab, "/ui/namespaces/"+ns+"/secrets/db-password")
 	waitText(t, tab, "#yaml", "db-password", "never")
@@ -201,7 +201,7 @@ func TestConsole_SecretValueIsNowhereInThePage(t *testing.T) {
 func TestConsole_ObjectDeletedWhileViewedSaysItIsGone(t *testing.T) {
 	f := setup(t)
 	ns := f.namespace(t, "gone")
-	f.apply(t, "kind: DataObject\nmetadata: {name: config, namespace: "+ns+"}\ndata: {a: 1}\n")
+	f.apply(t, "apiVersion: cairn.dev/v1alpha1\nkind: DataObject\nmetadata: {name: config, namespace: "+ns+"}\ndata: {a: 1}\n")
 	tab := f.tab(t)
 	open(t, tab, "/ui/namespaces/"+ns+"/dataobjects/config")
 	waitText(t, tab, "#yaml", "name: config")
@@ -219,14 +219,17 @@ func TestConsole_OverviewCleanersAndListsOpenAndTheKeyboardMovesThroughRows(t *t
 	f := setup(t)
 	ns := f.namespace(t, "views")
 	f.apply(t, `
+apiVersion: cairn.dev/v1alpha1
 kind: DataObject
 metadata: {name: alpha, namespace: `+ns+`}
 data: {a: 1}
 ---
+apiVersion: cairn.dev/v1alpha1
 kind: DataObject
 metadata: {name: beta, namespace: `+ns+`}
 data: {b: 2}
 ---
+apiVersion: cairn.dev/v1alpha1
 kind: Cleaner
 metadata: {name: tidy, namespace: `+ns+`}
 spec:
