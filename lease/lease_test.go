@@ -32,7 +32,11 @@ func TestRun_OneCandidateLeadsAndASkewedClockInvitesNoTakeover(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var rec terms
+			// A longer lease than fast's: this test asserts a single term
+			// for several lease durations, which a renewal delayed past a
+			// 2 s lease's deadline by a loaded machine would break.
 			opts := fast()
+			opts.Duration = 5 * time.Second
 			opts.Name = "skew" + tc.skew.String()
 			skewed := opts
 			skewed.Now = func() time.Time { return time.Now().Add(tc.skew) }
@@ -50,8 +54,8 @@ func TestRun_OneCandidateLeadsAndASkewedClockInvitesNoTakeover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if l.Spec.HolderIdentity != "http://a.test:7070" || l.Spec.LeaseDurationSeconds != 2 {
-				t.Errorf("lease spec %+v, want a holding it for 2s", l.Spec)
+			if l.Spec.HolderIdentity != "http://a.test:7070" || l.Spec.LeaseDurationSeconds != 5 {
+				t.Errorf("lease spec %+v, want a holding it for 5s", l.Spec)
 			}
 			if got, want := l.Spec.RenewTime.Sub(time.Now()).Round(time.Hour), tc.skew; got != want {
 				t.Errorf("renewTime off the reader's clock by %s, want the leader's skew %s", got, want)
