@@ -24,7 +24,10 @@ func TestCapacity_HeldExactlyUnderABurstOf200Events(t *testing.T) {
 	for range 200 {
 		names = append(names, h.create("burst"))
 	}
-	testkit.Eventually(t, 180*time.Second, "200 events SUCCEEDED", func() bool {
+	// A bound on liveness, not a measure of speed (BenchmarkEvents is
+	// that): 200 workers under -race on a loaded 2-core machine take
+	// from about 100 s alone to over 200 s beside other packages' tests.
+	testkit.Eventually(t, 420*time.Second, "200 events SUCCEEDED", func() bool {
 		l, err := h.c.List(t.Context(), api.KindEvent, "default", api.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
