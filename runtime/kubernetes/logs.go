@@ -159,11 +159,11 @@ func (r *Runtime) Logs(ctx context.Context, id string, opts runtime.LogOptions) 
 			return nil, err
 		}
 		if st.Phase.Done() {
-			if pod != nil {
-				// Just recorded: read it back.
-				if sec, err = r.cs.CoreV1().Secrets(r.opts.Namespace).Get(ctx, sec.Name, metav1.GetOptions{}); err != nil {
-					return nil, apiErr("read the log of "+id, err)
-				}
+			// Read the record from the API, not the cache: it may have
+			// just been written (by observe, when the pod was there), or
+			// the cache may not show it yet while the pod is already gone.
+			if sec, err = r.cs.CoreV1().Secrets(r.opts.Namespace).Get(ctx, sec.Name, metav1.GetOptions{}); err != nil {
+				return nil, apiErr("read the log of "+id, err)
 			}
 			return io.NopCloser(bytes.NewReader(sec.Data[logKey])), nil
 		}
