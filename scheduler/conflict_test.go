@@ -22,7 +22,8 @@ import (
 // TestObserver_409And404TreatTheWorkerAsEndedOrDeleted drives the seed's
 // two answers to a status write that lost: a 409 whose fresh read shows a
 // terminal worker (canceled meanwhile) kills and cleans up the unit at
-// once; a 404 (the event deleted meanwhile) removes the unit entirely.
+// once; a 404 (the event deleted meanwhile) removes the unit entirely; a
+// 409 from a plain concurrent write is no error and kills nothing.
 func TestObserver_409And404TreatTheWorkerAsEndedOrDeleted(t *testing.T) {
 	d, err := daemon.Start(context.Background(), daemon.Options{Listen: "127.0.0.1:0", DataDir: filepath.Join(t.TempDir(), "data"),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -80,7 +81,7 @@ func TestObserver_409And404TreatTheWorkerAsEndedOrDeleted(t *testing.T) {
 	if _, err := c.Action(ctx, client.ActionRequest{Kind: api.KindEvent, Namespace: "default", Name: stale.Name, Action: "cancel"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.conflict(ctx, api.Key("default", stale.Name), stale); err != nil {
+	if _, err := s.conflict(ctx, stale); err != nil {
 		t.Fatalf("409 handling: %v", err)
 	}
 	st, err := rt.State(ctx, id)
@@ -91,12 +92,29 @@ func TestObserver_409And404TreatTheWorkerAsEndedOrDeleted(t *testing.T) {
 		t.Fatalf("after a 409 the workspace is still there (%v)", err)
 	}
 
+	// 409 from a plain concurrent write (a label, a claim of the pass):
+	// nothing ended, so it is no error, only an older version to observe
+	// again soon; the unit runs on.
+	older, id := running()
+	newer := *older
+	newer.Labels = map[string]string{"touched": "yes"}
+	if _, err := client.For[*api.Event](c).Update(ctx, &newer); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.conflict(ctx, older)
+	if err != nil || res.RequeueAfter <= 0 {
+		t.Fatalf("a plain 409 gave %+v, %v; want no error and an early look again", res, err)
+	}
+	if st, err := rt.State(ctx, id); err != nil || st.Phase != runtime.PhaseRunning {
+		t.Fatalf("after a plain 409 the unit is %+v (%v), want it running on", st, err)
+	}
+
 	// 404: deleted while the observer held it.
 	gone, id := running()
 	if _, _, err := c.Delete(ctx, api.KindEvent, "default", gone.Name, api.DeleteOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.conflict(ctx, api.Key("default", gone.Name), gone); err != nil {
+	if _, err := s.conflict(ctx, gone); err != nil {
 		t.Fatalf("404 handling: %v", err)
 	}
 	if _, err := rt.State(ctx, id); !errors.Is(err, runtime.ErrNotFound) {

@@ -111,8 +111,9 @@ func (s *Scheduler) reconcile(ctx context.Context, key string) (controller.Resul
 // Observed": treat it as such going forward): its unit is killed and
 // cleaned up now, and the rest of the event is observed again when the
 // cache shows the new version (the write that made the job terminal
-// enqueues the event); otherwise the cache was behind, so try again.
-func (s *Scheduler) conflict(ctx context.Context, key string, ev *api.Event) (controller.Result, error) {
+// enqueues the event); otherwise someone else wrote it meanwhile or the
+// cache was behind: no error, it is observed again with the new version.
+func (s *Scheduler) conflict(ctx context.Context, ev *api.Event) (controller.Result, error) {
 	cur, err := client.For[*api.Event](s.c).Get(ctx, ev.Namespace, ev.Name)
 	switch {
 	case errors.Is(err, api.ErrNotFound):
@@ -137,8 +138,17 @@ func (s *Scheduler) conflict(ctx context.Context, key string, ev *api.Event) (co
 		trace.Exit(ctx, "409: %s already terminal while the worker lives: treated as such at once, killed and cleaned up; the rest is observed again with the new version", jobsPhases(ended))
 		return controller.Result{}, nil
 	}
-	return controller.Result{}, fmt.Errorf("scheduler: event %s changed while being observed; trying again", key)
+	// Someone else wrote the event meanwhile (a claim of the pass, an
+	// action through the API): no error, only an older version. Its
+	// watch event brings the key back; the short requeue covers a
+	// cache that shows it late.
+	trace.Exit(ctx, "409: the event changed while being observed; observed again with the new version")
+	return controller.Result{RequeueAfter: conflictRequeue}, nil
 }
+
+// conflictRequeue is how soon an event whose status write met a plain
+// conflict is observed again, should its watch event be late.
+const conflictRequeue = 100 * time.Millisecond
 
 // endedJobs are the jobs terminal in cur that were not in old.
 func endedJobs(old, cur *api.Event) []api.JobStatus {

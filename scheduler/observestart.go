@@ -85,7 +85,7 @@ func (s *Scheduler) writeObserved(ctx context.Context, key string, ev *api.Event
 		trace.Exit(ctx, "404 writing the status: presumed deleted, its runtime resources go at once")
 		return nil, controller.Result{}, true, s.removeUnits(ctx, ev.UID)
 	case errors.Is(err, api.ErrConflict):
-		res, err := s.conflict(ctx, key, ev)
+		res, err := s.conflict(ctx, ev)
 		return nil, res, true, err
 	case err != nil:
 		return nil, controller.Result{}, true, err
