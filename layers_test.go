@@ -61,8 +61,11 @@ var allowed = map[string][]string{
 	"gc":                {"api", "conflict", "client", "controller", "informer", "manager", "trace"},
 	"runtime":           {"runtime"},
 	// The event service: the rules of the event endpoints, over the registry.
-	"event":  {"api", "conflict", "auth", "authz", "identity", "kinds", "registry", "runtime", "store"},
-	"leader": {},
+	"event": {"api", "conflict", "auth", "authz", "identity", "kinds", "registry", "runtime", "store"},
+	// The Gateways' webhook endpoint: deliveries checked and mapped, then
+	// fanned out by the event service.
+	"gateway": {"api", "event", "identity", "registry"},
+	"leader":  {},
 	// The deployment controllers (the deployer entry covers its types).
 	"execution":  {"api", "client", "controller", "informer", "manager", "trace"},
 	"deployitem": {"api", "client", "controller", "informer", "manager", "trace"},
@@ -82,7 +85,7 @@ var allowed = map[string][]string{
 	"openapi/internal/docgen":  {},
 	"openapi/internal/gendocs": {"openapi/internal/docgen"},
 	// The process wiring: it builds every layer below the CLI.
-	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "event", "gc", "identity", "kinds", "pki",
+	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "event", "gateway", "gc", "identity", "kinds", "pki",
 		"leader", "lease", "manager", "registry", "runtime", "runtime/local", "server", "store", "trace", "internal/privfile"},
 	"cli": {"api", "client", "cli", "column", "controllers", "daemon", "deployitem", "manager", "pki", "runtime", "runtime/local", "trace",
 		"internal/privfile", "internal/gopace"},
@@ -128,7 +131,7 @@ var testOnly = append(slices.Clone(testSupport),
 // new package — is an API client and may not, whatever its table entry
 // says; its tests may use the test servers (server/servertest,
 // store/storetest, internal/testkit) but not server or store themselves.
-var storeSide = []string{"store", "registry", "event", "registry/internal/watchcache", "registry/internal/usage", "kinds", "auth", "authz", "server", "client/local", "daemon",
+var storeSide = []string{"store", "registry", "event", "gateway", "registry/internal/watchcache", "registry/internal/usage", "kinds", "auth", "authz", "server", "client/local", "daemon",
 	"cli", "cmd", "bench", "store/storetest", "server/servertest", "cli/clitest", "internal/testkit"}
 
 // storePackages are what the client side may not import.

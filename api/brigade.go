@@ -123,6 +123,11 @@ type ProjectSpec struct {
 	EventSubscriptions []EventSubscription `json:"eventSubscriptions,omitempty"`
 	// Secrets name Secrets of the namespace copied into each event.
 	Secrets []string `json:"secrets,omitempty"`
+	// TrustForks lets the Events of a fork (spec.labels fork: "true", as a
+	// github Gateway sets for a pull request from another repository) have
+	// the copy of Secrets; default false: such an Event's worker gets none
+	// of them.
+	TrustForks bool `json:"trustForks,omitempty"`
 	// MaxConcurrentWorkers and MaxConcurrentJobs bound the project's
 	// running workers and jobs (0: only the global limits).
 	MaxConcurrentWorkers int `json:"maxConcurrentWorkers,omitempty"`

@@ -29,6 +29,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/client/local"
 	"cairn.dev/cairn/event"
+	"cairn.dev/cairn/gateway"
 	"cairn.dev/cairn/identity"
 	"cairn.dev/cairn/internal/privfile"
 	"cairn.dev/cairn/lease"
@@ -248,7 +249,12 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 		return d, err
 	}
 	bindEvents(events, d.registry, d.runtime)
-	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log,
+	webhooks, err := gateway.New(gateway.Options{Events: events, Logger: d.log, Metrics: d.metrics})
+	if err != nil {
+		return d, err
+	}
+	webhooks.Bind(d.registry)
+	d.http, err = server.New(server.Options{Registry: d.registry, Auth: d.auth, Metrics: d.metrics, Logger: d.log, Webhooks: webhooks,
 		Traces: traceSource{d}, Dependents: dependentsSource{d}, BodyReadTimeout: opts.BodyReadTimeout, StoreTimeout: opts.StoreTimeout, TLS: serveTLS, Peer: peer,
 		MaxRequestsInflight: opts.MaxRequestsInflight, MaxWatches: opts.MaxWatches, WriteTimeout: opts.WriteTimeout, Ready: d.runtimeReady})
 	if err != nil {

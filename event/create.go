@@ -252,7 +252,11 @@ func prepare(in *api.Event, sn *snapshot) (*eventWrite, error) {
 	conds := []store.Cond{unchanged(api.KindProject, sn.pobj)}
 	data := map[string][]byte{}
 	from := map[string]string{}
-	for _, obj := range sn.secrets {
+	secrets := sn.secrets
+	if !SharesSecrets(p, in) {
+		secrets = nil // a fork's event: none of the project's secrets
+	}
+	for _, obj := range secrets {
 		name := obj.Name
 		var sec api.Secret
 		if err := obj.Into(&sec); err != nil {

@@ -61,6 +61,16 @@ type ProjectOutcome struct {
 // secret changed meanwhile, or a generated name collided). With opts
 // DryRun nothing is written. Errors: as Create, naming the project.
 func (s *Service) FanOut(ctx context.Context, ev *api.Event, opts api.WriteOptions) (*FanOutResult, error) {
+	return s.FanOutNamed(ctx, ev, nil, opts)
+}
+
+// FanOutNamed is FanOut, naming the Event of each project name(project)
+// (nil: as FanOut does, from ev's name or generateName). Deterministic names
+// make a fan-out idempotent: when an Event of that name exists, the
+// transaction of its batch fails with AlreadyExists (not retried) and
+// writes nothing, so a delivery received twice creates its Events once.
+func (s *Service) FanOutNamed(ctx context.Context, ev *api.Event, name func(project string) string,
+	opts api.WriteOptions) (*FanOutResult, error) {
 	reg, err := s.registry()
 	if err != nil {
 		return nil, err
@@ -83,7 +93,7 @@ func (s *Service) FanOut(ctx context.Context, ev *api.Event, opts api.WriteOptio
 	for len(batches) > 0 {
 		b := batches[0]
 		batches = batches[1:]
-		objs, err := s.commitBatch(sys, reg, ev, b, snaps, opts)
+		objs, err := s.commitBatch(sys, reg, ev, name, b, snaps, opts)
 		if tooLarge(err) && len(b) > 1 {
 			batches = append([][]string{b[:len(b)/2], b[len(b)/2:]}, batches...)
 			continue
@@ -150,31 +160,35 @@ func readPrepared(ctx context.Context, reg *registry.Registry, ev *api.Event, pr
 // (Conflict) or a generated name collided. It answers the created Events
 // in the order of names. Errors: Commit's (nothing written), prepare's and
 // readSnapshot's for a project that changed meanwhile.
-func (s *Service) commitBatch(ctx context.Context, reg *registry.Registry, ev *api.Event, names []string,
-	snaps map[string]*snapshot, opts api.WriteOptions) ([]*api.Object, error) {
+func (s *Service) commitBatch(ctx context.Context, reg *registry.Registry, ev *api.Event, name func(string) string,
+	names []string, snaps map[string]*snapshot, opts api.WriteOptions) ([]*api.Object, error) {
 	var (
 		objs  []*api.Object
 		stale bool // the last attempt met a Conflict: read the snapshots again
 		stop  error
 	)
-	err := conflict.RetryIf(ctx, retriable(ev), func() error {
-		for _, name := range names {
+	retry := retriable(ev)
+	if name != nil { // a name that exists is the answer, not a collision
+		retry = func(err error) bool { return errors.Is(err, api.ErrConflict) }
+	}
+	err := conflict.RetryIf(ctx, retry, func() error {
+		for _, project := range names {
 			var err error
 			if stale {
-				if snaps[name], err = readSnapshot(ctx, reg, ev.Namespace, name); err != nil {
-					stop = projectError(name, err)
+				if snaps[project], err = readSnapshot(ctx, reg, ev.Namespace, project); err != nil {
+					stop = projectError(project, err)
 					return nil
 				}
 			}
 		}
 		txn := reg.Txn()
-		for _, name := range names {
-			w, err := prepare(forProject(ev, name), snaps[name])
+		for _, project := range names {
+			w, err := prepare(forProjectNamed(ev, project, name), snaps[project])
 			if err == nil {
 				err = w.addTo(txn, reg)
 			}
 			if err != nil {
-				stop = projectError(name, err)
+				stop = projectError(project, err)
 				return nil
 			}
 		}
@@ -203,6 +217,15 @@ func forProject(ev *api.Event, project string) *api.Event {
 	one := *ev
 	one.Spec.Project = project
 	return &one
+}
+
+// forProjectNamed is forProject, named name(project) when name is set.
+func forProjectNamed(ev *api.Event, project string, name func(string) string) *api.Event {
+	one := forProject(ev, project)
+	if name != nil {
+		one.Name, one.GenerateName = name(project), ""
+	}
+	return one
 }
 
 // projectError is err, said of the fan-out's project: an *api.Status keeps

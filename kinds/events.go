@@ -161,13 +161,15 @@ func validateSource(s string, p *field.Path) field.ErrorList {
 	return nil
 }
 
+// validateLabelMap checks an event's (or a subscription's) qualifiers or
+// labels: keys are qualified names, values eventValues.
 func validateLabelMap(m map[string]string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		for _, msg := range validation.IsQualifiedName(k) {
 			errs = append(errs, field.Invalid(p.Key(k), k, msg))
 		}
-		for _, msg := range validation.IsValidLabelValue(m[k]) {
+		if msg := eventValue(m[k]); msg != "" {
 			errs = append(errs, field.Invalid(p.Key(k), m[k], msg))
 		}
 	}

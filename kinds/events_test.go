@@ -47,7 +47,7 @@ func TestProject_EveryFieldIsValidatedAtAdmission(t *testing.T) {
 		{name: "subscription without source", mutate: func(p *api.ProjectSpec) { p.EventSubscriptions[0].Source = "" }, invalid: "spec.eventSubscriptions[0].source"},
 		{name: "subscription without types", mutate: func(p *api.ProjectSpec) { p.EventSubscriptions[0].Types = nil }, invalid: "spec.eventSubscriptions[0].types"},
 		{name: "bad subscription label", mutate: func(p *api.ProjectSpec) { p.EventSubscriptions[0].Labels = map[string]string{"a b": "c"} }, invalid: "spec.eventSubscriptions[0].labels[a b]"},
-		{name: "bad qualifier value", mutate: func(p *api.ProjectSpec) { p.EventSubscriptions[0].Qualifiers = map[string]string{"repo": "a b"} }, invalid: "spec.eventSubscriptions[0].qualifiers[repo]"},
+		{name: "bad qualifier value", mutate: func(p *api.ProjectSpec) { p.EventSubscriptions[0].Qualifiers = map[string]string{"repo": "a\tb"} }, invalid: "spec.eventSubscriptions[0].qualifiers[repo]"},
 		{name: "bad secret name", mutate: func(p *api.ProjectSpec) { p.Secrets = []string{"Db"} }, invalid: "spec.secrets[0]"},
 		{name: "duplicate secret", mutate: func(p *api.ProjectSpec) { p.Secrets = []string{"db", "db"} }, invalid: "spec.secrets[1]"},
 		{name: "negative workers", mutate: func(p *api.ProjectSpec) { p.MaxConcurrentWorkers = -1 }, invalid: "spec.maxConcurrentWorkers"},
@@ -93,7 +93,12 @@ func TestEvent_CreateCopiesTheTemplateAndValidatesEveryField(t *testing.T) {
 		{name: "no type", mutate: func(e *api.EventSpec) { e.Type = "" }, invalid: "spec.type"},
 		{name: "star type", mutate: func(e *api.EventSpec) { e.Type = "*" }, invalid: "spec.type"},
 		{name: "bad label", mutate: func(e *api.EventSpec) { e.Labels = map[string]string{"-x": "y"} }, invalid: "spec.labels[-x]"},
-		{name: "bad qualifier", mutate: func(e *api.EventSpec) { e.Qualifiers = map[string]string{"k": strings.Repeat("v", 64)} }, invalid: "spec.qualifiers[k]"},
+		{name: "bad qualifier", mutate: func(e *api.EventSpec) { e.Qualifiers = map[string]string{"k": strings.Repeat("v", 256)} }, invalid: "spec.qualifiers[k]"},
+		{name: "github values", mutate: func(e *api.EventSpec) {
+			e.Qualifiers = map[string]string{"repo": "octo-org/hello.world"}
+			e.Labels = map[string]string{"branch": "feature/login", "label": "needs review"}
+		}},
+		{name: "label value with a line break", mutate: func(e *api.EventSpec) { e.Labels = map[string]string{"branch": "a\nb"} }, invalid: "spec.labels[branch]"},
 		{name: "payload too large", mutate: func(e *api.EventSpec) { e.Payload = strings.Repeat("p", 600<<10) }, invalid: "spec.payload"},
 		{name: "long title", mutate: func(e *api.EventSpec) { e.ShortTitle = strings.Repeat("t", 300) }, invalid: "spec.shortTitle"},
 		{name: "own worker with bad env", mutate: func(e *api.EventSpec) {

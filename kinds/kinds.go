@@ -41,6 +41,7 @@ func All(d Deps) []registry.Kind {
 		everyday(Project()),
 		everyday(eventKind(d.EventActions, d.EventRemoveWrites)),
 		everyday(Cleaner(d)),
+		Gateway(),
 	}
 }
 

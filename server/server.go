@@ -85,6 +85,11 @@ type Options struct {
 	// TLS, when set, makes Serve speak HTTPS with it (pki.ServerConfig);
 	// nil serves plain HTTP.
 	TLS *tls.Config
+	// Webhooks, when set, serves POST {BasePath}/namespaces/{ns}/gateways/
+	// {name}/webhook (the path values "namespace" and "name" set) without
+	// an API token: it authenticates deliveries itself (package gateway).
+	// Nil: that path is an ordinary, authenticated API path.
+	Webhooks http.Handler
 	// Peer is how this server deals with other cairn processes (peer.go):
 	// it forwards trace requests only to them, believes the caller they
 	// assert only from them, and signs their peer certificates. Nil: it
@@ -196,6 +201,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeText(sw, http.StatusOK, "ok\n")
 	case p == "/readyz":
 		s.serveReady(sw, r)
+	case s.opts.Webhooks != nil && isWebhook(p):
+		ns, name, _ := webhookRoute(p)
+		s.serveWebhook(sw, s.withStoreTimeout(r), ns, name)
 	case p == api.BasePath || strings.HasPrefix(p, api.BasePath+"/"):
 		s.serveAPI(sw, s.withStoreTimeout(r))
 	case console.Serves(p): // static assets, no data: no token needed
