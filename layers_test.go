@@ -56,7 +56,8 @@ var allowed = map[string][]string{
 	// the controller.
 	"cleaner/condition": {},
 	"cleaner":           {"api", "client", "controller", "informer", "manager", "trace", "cleaner/condition"},
-	"controllers":       {"api", "client", "manager", "gc", "cleaner", "scheduler", "informer", "controller", "trace", "execution", "deployitem", "deployer", "installation", "target"},
+	"commitstatus":      {"api", "controller", "informer", "manager", "trace"}, // GitHub commit statuses of github Gateways' Events
+	"controllers":       {"api", "client", "manager", "gc", "cleaner", "commitstatus", "scheduler", "informer", "controller", "trace", "execution", "deployitem", "deployer", "installation", "target"},
 	"scheduler":         {"api", "client", "controller", "informer", "manager", "runtime", "trace"},
 	"gc":                {"api", "conflict", "client", "controller", "informer", "manager", "trace"},
 	"runtime":           {"runtime"},

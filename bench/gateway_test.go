@@ -3,6 +3,9 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,7 +14,6 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
-	"cairn.dev/cairn/gateway"
 	"cairn.dev/cairn/internal/testkit"
 )
 
@@ -77,9 +79,12 @@ func deliver(hc *http.Client, url, id, secret string, body []byte) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(gateway.EventHeader, "pull_request")
-	req.Header.Set(gateway.DeliveryHeader, id)
-	req.Header.Set(gateway.SignatureHeader, gateway.SignatureOf([]byte(secret), body))
+	// Signed as GitHub signs: HMAC-SHA256 of the body, computed per request.
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	req.Header.Set("X-GitHub-Event", "pull_request")
+	req.Header.Set("X-GitHub-Delivery", id)
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
 	resp, err := hc.Do(req)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"cairn.dev/cairn/cleaner"
+	"cairn.dev/cairn/commitstatus"
 	"cairn.dev/cairn/deployer/container"
 	"cairn.dev/cairn/deployer/helm"
 	"cairn.dev/cairn/deployer/manifest"
@@ -87,6 +88,7 @@ func List(cfg Config) []manager.Controller {
 		{Name: "events", Setup: func(t *manager.Term) error {
 			return scheduler.Setup(t, scheduler.Options{MaxWorkers: cfg.EventMaxWorkers, MaxJobs: cfg.EventMaxJobs, GracePeriod: cfg.EventGracePeriod})
 		}},
+		{Name: "commitstatus", Setup: func(t *manager.Term) error { return commitstatus.Setup(t, commitstatus.Options{}) }},
 	}
 }
 
