@@ -31,7 +31,7 @@ func TestDecide_OnlyReportingGitHubGatewaysEventsWithACommit(t *testing.T) {
 	}
 	ev := func(mut func(*api.Event)) *api.Event {
 		e := &api.Event{ObjectMeta: api.ObjectMeta{Name: "preview-1", Namespace: "ns", Annotations: map[string]string{"cairn.dev/gateway": "github"}},
-			Spec: api.EventSpec{Project: "preview", Qualifiers: map[string]string{"repo": "octo/shop"}, Labels: map[string]string{"sha": "abc"}},
+			Spec:   api.EventSpec{Project: "preview", Qualifiers: map[string]string{"repo": "octo/shop"}, Labels: map[string]string{"sha": "abc"}},
 			Status: api.EventStatus{Worker: api.WorkerStatus{Phase: api.PhaseFailed, Reason: "exit code 1"}}}
 		if mut != nil {
 			mut(e)
