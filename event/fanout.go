@@ -82,7 +82,7 @@ func (s *Service) FanOutNamed(ctx context.Context, ev *api.Event, name func(proj
 	}
 	snaps := map[string]*snapshot{}
 	for _, name := range names {
-		if snaps[name], err = readPrepared(sys, reg, ev, name); err != nil {
+		if snaps[name], err = s.readPrepared(sys, reg, ev, name); err != nil {
 			return nil, err
 		}
 	}
@@ -142,16 +142,27 @@ func subscribed(ctx context.Context, reg *registry.Registry, ev *api.Event) ([]s
 }
 
 // readPrepared reads the snapshot of project for ev's fan-out and checks
-// that its Event can be prepared. Errors: prepare's and readSnapshot's,
-// naming the project.
-func readPrepared(ctx context.Context, reg *registry.Registry, ev *api.Event, project string) (*snapshot, error) {
+// that its Event can be prepared. The project's last snapshot is reused
+// when it prepares (as Create does): the transaction is guarded on the
+// project and its secrets being as the snapshot saw them, so a stale one
+// fails it with Conflict and commitBatch reads afresh. Errors: prepare's
+// and readSnapshot's (on a fresh snapshot), naming the project.
+func (s *Service) readPrepared(ctx context.Context, reg *registry.Registry, ev *api.Event, project string) (*snapshot, error) {
+	key := ev.Namespace + "/" + project
+	if sn := s.cachedSnapshot(key); sn != nil {
+		if _, err := prepare(forProject(ev, project), sn); err == nil {
+			return sn, nil
+		}
+	}
 	sn, err := readSnapshot(ctx, reg, ev.Namespace, project)
 	if err == nil {
 		_, err = prepare(forProject(ev, project), sn)
 	}
 	if err != nil {
+		s.dropSnapshot(key)
 		return nil, projectError(project, err)
 	}
+	s.keepSnapshot(key, sn)
 	return sn, nil
 }
 
@@ -176,9 +187,11 @@ func (s *Service) commitBatch(ctx context.Context, reg *registry.Registry, ev *a
 			var err error
 			if stale {
 				if snaps[project], err = readSnapshot(ctx, reg, ev.Namespace, project); err != nil {
+					s.dropSnapshot(ev.Namespace + "/" + project)
 					stop = projectError(project, err)
 					return nil
 				}
+				s.keepSnapshot(ev.Namespace+"/"+project, snaps[project])
 			}
 		}
 		txn := reg.Txn()
