@@ -244,3 +244,30 @@ func TestWebhook_AForkGetsNoSecretsUnlessTheProjectTrustsForks(t *testing.T) {
 		t.Errorf("a pull request from the repository itself has secrets %v: want the key for both", same)
 	}
 }
+
+func TestWebhook_OnlyTheWebhookPathGoesWithoutAnAPIToken(t *testing.T) {
+	e := start(t)
+	e.gateway("github", api.GatewayGitHub, webhookSecret)
+	for _, tc := range []struct {
+		method, path string
+		code         int
+	}{
+		{http.MethodGet, "/namespaces/default/gateways/github/webhook", http.StatusMethodNotAllowed},
+		{http.MethodPost, "/namespaces/default/gateways/github/webhook/more", http.StatusUnauthorized},
+		{http.MethodPost, "/namespaces/default/projects/github/webhook", http.StatusUnauthorized},
+		{http.MethodGet, "/namespaces/default/gateways/github", http.StatusUnauthorized},
+	} {
+		req, err := http.NewRequest(tc.method, e.s.URL+api.BasePath+tc.path, strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := e.s.HTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("%s %s without a token: %d, want %d", tc.method, tc.path, resp.StatusCode, tc.code)
+		}
+	}
+}
