@@ -81,8 +81,9 @@ func (s *Service) FanOutNamed(ctx context.Context, ev *api.Event, name func(proj
 		return nil, err
 	}
 	snaps := map[string]*snapshot{}
-	for _, name := range names {
-		if snaps[name], err = s.readPrepared(sys, reg, ev, name); err != nil {
+	ready := map[string]*eventWrite{} // prepared, for the first attempt of each batch
+	for _, project := range names {
+		if snaps[project], ready[project], err = s.readPrepared(sys, reg, forProjectNamed(ev, project, name)); err != nil {
 			return nil, err
 		}
 	}
@@ -93,7 +94,7 @@ func (s *Service) FanOutNamed(ctx context.Context, ev *api.Event, name func(proj
 	for len(batches) > 0 {
 		b := batches[0]
 		batches = batches[1:]
-		objs, err := s.commitBatch(sys, reg, ev, name, b, snaps, opts)
+		objs, err := s.commitBatch(sys, reg, ev, name, b, snaps, ready, opts)
 		if tooLarge(err) && len(b) > 1 {
 			batches = append([][]string{b[:len(b)/2], b[len(b)/2:]}, batches...)
 			continue
@@ -141,29 +142,31 @@ func subscribed(ctx context.Context, reg *registry.Registry, ev *api.Event) ([]s
 	return names, nil
 }
 
-// readPrepared reads the snapshot of project for ev's fan-out and checks
-// that its Event can be prepared. The project's last snapshot is reused
-// when it prepares (as Create does): the transaction is guarded on the
-// project and its secrets being as the snapshot saw them, so a stale one
-// fails it with Conflict and commitBatch reads afresh. Errors: prepare's
-// and readSnapshot's (on a fresh snapshot), naming the project.
-func (s *Service) readPrepared(ctx context.Context, reg *registry.Registry, ev *api.Event, project string) (*snapshot, error) {
-	key := ev.Namespace + "/" + project
+// readPrepared reads the snapshot of the project of one, the fan-out's
+// Event for it, and prepares that Event. The project's last snapshot is
+// reused when it prepares (as Create does): the transaction is guarded on
+// the project and its secrets being as the snapshot saw them, so a stale
+// one fails it with Conflict and commitBatch reads afresh. Errors:
+// prepare's and readSnapshot's (on a fresh snapshot), naming the project.
+func (s *Service) readPrepared(ctx context.Context, reg *registry.Registry, one *api.Event) (*snapshot, *eventWrite, error) {
+	project := one.Spec.Project
+	key := one.Namespace + "/" + project
 	if sn := s.cachedSnapshot(key); sn != nil {
-		if _, err := prepare(forProject(ev, project), sn); err == nil {
-			return sn, nil
+		if w, err := prepare(one, sn); err == nil {
+			return sn, w, nil
 		}
 	}
-	sn, err := readSnapshot(ctx, reg, ev.Namespace, project)
+	sn, err := readSnapshot(ctx, reg, one.Namespace, project)
+	var w *eventWrite
 	if err == nil {
-		_, err = prepare(forProject(ev, project), sn)
+		w, err = prepare(one, sn)
 	}
 	if err != nil {
 		s.dropSnapshot(key)
-		return nil, projectError(project, err)
+		return nil, nil, projectError(project, err)
 	}
 	s.keepSnapshot(key, sn)
-	return sn, nil
+	return sn, w, nil
 }
 
 // commitBatch creates the Events of ev for the projects names in one
@@ -172,7 +175,7 @@ func (s *Service) readPrepared(ctx context.Context, reg *registry.Registry, ev *
 // in the order of names. Errors: Commit's (nothing written), prepare's and
 // readSnapshot's for a project that changed meanwhile.
 func (s *Service) commitBatch(ctx context.Context, reg *registry.Registry, ev *api.Event, name func(string) string,
-	names []string, snaps map[string]*snapshot, opts api.WriteOptions) ([]*api.Object, error) {
+	names []string, snaps map[string]*snapshot, ready map[string]*eventWrite, opts api.WriteOptions) ([]*api.Object, error) {
 	var (
 		objs  []*api.Object
 		stale bool // the last attempt met a Conflict: read the snapshots again
@@ -196,7 +199,11 @@ func (s *Service) commitBatch(ctx context.Context, reg *registry.Registry, ev *a
 		}
 		txn := reg.Txn()
 		for _, project := range names {
-			w, err := prepare(forProjectNamed(ev, project, name), snaps[project])
+			w, err := ready[project], error(nil)
+			delete(ready, project) // a write is added to one transaction only
+			if w == nil || stale {
+				w, err = prepare(forProjectNamed(ev, project, name), snaps[project])
+			}
 			if err == nil {
 				err = w.addTo(txn, reg)
 			}
