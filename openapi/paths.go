@@ -146,122 +146,17 @@ func (o operation) build(kind string) *spec.Operation {
 	return op
 }
 
-// addPaths adds the paths of resource r.
+// addPaths adds the paths of resource r: across namespaces (namespaced
+// kinds), the collection, the object, its actions and its subresources.
 func addPaths(paths map[string]spec.PathItem, r Resource) {
-	kind, plural := r.Info.Kind, r.Info.Plural
-	obj := refTo(defName(r.Type))
-	list := refTo(DefinitionName(kind + "List"))
-	status := refTo(defName(statusType))
-	deleteBody := refTo(defName(deleteOptionsType))
-	patchBody := refTo(defName(patchType))
-	a := article(kind)
-
-	base := api.BasePath + "/" + plural
-	var scope []spec.Parameter
-	ns := ""
+	p := pathsOf(r)
 	if r.Info.Namespaced {
-		paths[base] = spec.PathItem{PathItemProps: spec.PathItemProps{
-			Get: operation{verb: "list", action: "list", id: kind + "ForAllNamespaces",
-				desc: "list or watch objects of kind " + kind + " in every namespace", params: listParams,
-				produces: []string{mediaJSON, mediaWatch}, responses: map[int]*spec.Schema{http.StatusOK: list}}.build(kind),
-		}}
-		base = api.BasePath + "/namespaces/{namespace}/" + plural
-		scope = []spec.Parameter{pathParam("namespace", "The namespace of the objects.")}
-		ns = "Namespaced"
+		paths[api.BasePath+"/"+r.Info.Plural] = p.allNamespaces()
 	}
-	paths[base] = spec.PathItem{PathItemProps: spec.PathItemProps{
-		Parameters: scope,
-		Get: operation{verb: "list", action: "list", id: ns + kind,
-			desc: "list or watch objects of kind " + kind, params: listParams,
-			produces: []string{mediaJSON, mediaWatch}, responses: map[int]*spec.Schema{http.StatusOK: list}}.build(kind),
-		Post: operation{verb: "create", action: "post", id: ns + kind,
-			desc: "create " + a + " " + kind, params: writeParams, body: obj,
-			consumes: []string{mediaJSON, mediaYAML}, produces: []string{mediaJSON},
-			responses: map[int]*spec.Schema{http.StatusOK: obj, http.StatusCreated: obj, http.StatusAccepted: obj}}.build(kind),
-		Delete: operation{verb: "delete", action: "deletecollection", id: "Collection" + ns + kind,
-			desc: "delete a collection of " + kind + " objects", params: deleteCollectionParams, body: deleteBody,
-			consumes: []string{mediaJSON}, produces: []string{mediaJSON},
-			responses: map[int]*spec.Schema{http.StatusOK: status}}.build(kind),
-	}}
-
-	named := base + "/{name}"
-	scope = append(slices.Clone(scope), pathParam("name", "The name of the "+kind+"."))
-	paths[named] = spec.PathItem{PathItemProps: spec.PathItemProps{
-		Parameters: scope,
-		Get: operation{verb: "read", action: "get", id: ns + kind,
-			desc: "read the specified " + kind, produces: []string{mediaJSON},
-			responses: map[int]*spec.Schema{http.StatusOK: obj}}.build(kind),
-		Put: operation{verb: "replace", action: "put", id: ns + kind,
-			desc: "replace the specified " + kind, params: writeParams, body: obj,
-			consumes: []string{mediaJSON, mediaYAML}, produces: []string{mediaJSON},
-			responses: map[int]*spec.Schema{http.StatusOK: obj, http.StatusCreated: obj}}.build(kind),
-		Patch: operation{verb: "patch", action: "patch", id: ns + kind,
-			desc: "partially update the specified " + kind, params: patchParams, body: patchBody,
-			consumes: patchTypes, produces: []string{mediaJSON},
-			responses: map[int]*spec.Schema{http.StatusOK: obj, http.StatusCreated: obj}}.build(kind),
-		Delete: operation{verb: "delete", action: "delete", id: ns + kind,
-			desc: "delete " + a + " " + kind, params: deleteParams, body: deleteBody,
-			consumes: []string{mediaJSON}, produces: []string{mediaJSON},
-			responses: map[int]*spec.Schema{http.StatusOK: status, http.StatusAccepted: status}}.build(kind),
-	}}
-
-	actions := map[string]bool{}
-	for _, act := range r.Actions {
-		if act.Name == "" {
-			continue // a standard verb with rules of its own
-		}
-		actions[act.Name] = true
-		path, id, params := named+"/"+act.Name, ns+kind+title(act.Name), scope
-		if act.Collection {
-			path, id, params = base+"/"+act.Name, "Collection"+ns+kind+title(act.Name), scope[:len(scope)-1]
-		}
-		item := paths[path]
-		item.Parameters = params
-		op := operation{verb: strings.ToLower(act.Method), id: id,
-			desc: act.Name + " (" + act.Method + "), an action of " + kind, produces: []string{mediaJSON},
-			responses: map[int]*spec.Schema{http.StatusOK: nil}}.build(kind)
-		switch act.Method {
-		case http.MethodGet:
-			item.Get = op
-		case http.MethodPost:
-			item.Post = op
-		case http.MethodPut:
-			item.Put = op
-		case http.MethodPatch:
-			item.Patch = op
-		case http.MethodDelete:
-			item.Delete = op
-		}
-		paths[path] = item
-	}
-
-	for _, sub := range r.Info.Subresources {
-		switch {
-		case sub == "status":
-			paths[named+"/status"] = spec.PathItem{PathItemProps: spec.PathItemProps{
-				Parameters: scope,
-				Get: operation{verb: "read", action: "get", id: ns + kind + "Status",
-					desc: "read status of the specified " + kind, produces: []string{mediaJSON},
-					responses: map[int]*spec.Schema{http.StatusOK: obj}}.build(kind),
-				Put: operation{verb: "replace", action: "put", id: ns + kind + "Status",
-					desc: "replace status of the specified " + kind, params: writeParams, body: obj,
-					consumes: []string{mediaJSON, mediaYAML}, produces: []string{mediaJSON},
-					responses: map[int]*spec.Schema{http.StatusOK: obj, http.StatusCreated: obj}}.build(kind),
-				Patch: operation{verb: "patch", action: "patch", id: ns + kind + "Status",
-					desc: "partially update status of the specified " + kind, params: patchParams, body: patchBody,
-					consumes: patchTypes, produces: []string{mediaJSON},
-					responses: map[int]*spec.Schema{http.StatusOK: obj, http.StatusCreated: obj}}.build(kind),
-			}}
-		case sub != "" && !actions[sub]:
-			// A subresource the server serves itself (trace): read only.
-			paths[named+"/"+sub] = spec.PathItem{PathItemProps: spec.PathItemProps{
-				Parameters: scope,
-				Get: operation{verb: "read", id: ns + kind + title(sub),
-					desc: "read " + sub + " of the specified " + kind, produces: []string{mediaJSON},
-					responses: map[int]*spec.Schema{http.StatusOK: nil}}.build(kind),
-			}}
-		}
-	}
+	paths[p.base] = p.collection()
+	paths[p.named] = p.object()
+	actions := p.addActions(paths, r.Actions)
+	p.addSubresources(paths, r.Info.Subresources, actions)
 }
 
 // article is "an" before a vowel, else "a".

@@ -161,86 +161,31 @@ func (s *Server) serveDeleteCollection(w *statusWriter, r *http.Request, rt *rou
 	s.writeJSON(w, r, http.StatusOK, out)
 }
 
+// serveObject serves one object (or its status subresource): GET reads
+// it, PUT replaces it, PATCH patches or applies it, DELETE deletes it.
+// Each write answers with the object it left (201 when an apply created
+// it, 202 when a delete waits for finalizers); errors are written as their
+// Status.
 func (s *Server) serveObject(w *statusWriter, r *http.Request, rt *route) {
-	ctx := r.Context()
-	status := rt.target == targetStatus
+	if r.Method == http.MethodGet {
+		s.getObject(w, r, rt)
+		return
+	}
 	var (
 		out  *api.Object
 		err  error
 		code = http.StatusOK
 	)
-	var tbl *tabler
-	partial := false // metadata only (partial.go)
 	switch r.Method {
-	case http.MethodGet:
-		if tbl, err = tableFor(r, rt); err != nil || status {
-			tbl = nil
-		}
-		partial = wantsPartial(r, false)
-		if err == nil {
-			out, err = s.reg.Get(ctx, rt.kind.Kind, rt.ns, rt.name)
-		}
 	case http.MethodPut:
-		var obj *api.Object
-		var o api.WriteOptions
-		if o, err = writeOptions(r.URL.Query()); err != nil {
-			break
-		}
-		if obj, err = s.readObject(w, r, rt); err != nil {
-			break
-		}
-		if status {
-			out, err = s.statuses.write(ctx, obj, o)
-		} else {
-			out, err = s.reg.Update(ctx, obj, o)
-		}
+		out, err = s.putObject(w, r, rt)
 	case http.MethodPatch:
-		var patch []byte
-		var o api.WriteOptions
-		if o, err = writeOptions(r.URL.Query()); err != nil {
-			break
-		}
-		if patch, o.PatchType, err = s.readPatch(w, r); err != nil {
-			break
-		}
-		if o.PatchType == api.ApplyPatch {
-			var created bool
-			if out, created, err = s.reg.Apply(ctx, rt.kind.Kind, rt.ns, rt.name, patch, status, o); created {
-				code = http.StatusCreated
-			}
-			break
-		}
-		out, err = s.reg.Patch(ctx, rt.kind.Kind, rt.ns, rt.name, patch, status, o)
+		out, code, err = s.patchObject(w, r, rt)
 	case http.MethodDelete:
-		var opts api.DeleteOptions
-		var body []byte
-		if body, err = s.readBody(w, r); err != nil {
-			break
-		}
-		if opts, err = deleteOptionsOf(r.URL.Query(), body); err != nil {
-			break
-		}
-		var gone bool
-		out, gone, err = s.reg.Delete(ctx, rt.kind.Kind, rt.ns, rt.name, opts)
-		if !gone {
-			code = http.StatusAccepted
-		}
+		out, code, err = s.deleteObject(w, r, rt)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
-		return
-	}
-	if tbl != nil {
-		raw, err := tbl.table([]*api.Object{out}, api.ListMeta{ResourceVersion: out.ResourceVersion})
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		s.writeAs(w, r, tbl.offer, raw)
-		return
-	}
-	if partial {
-		s.writePartial(w, r, out)
 		return
 	}
 	s.writeJSON(w, r, code, out)

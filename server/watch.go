@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
 	"time"
 
 	"cairn.dev/cairn/api"
@@ -115,103 +114,21 @@ func (s *Server) serveWatch(w *statusWriter, r *http.Request, rt *route, opts ap
 
 	wt, err := s.reg.Watch(e.ctx, rt.kind.Kind, rt.ns, opts)
 	if err != nil {
-		if e.ctx.Err() != nil {
-			// Cut or shut down while the watch was being set up: the
-			// failure is ours to hide, not an internal error to report.
-			finishStream(e)
-			s.writeError(w, r, api.NewStatus(api.ReasonUnavailable, "the server ended the watch; retry"))
-			return
-		}
-		s.writeError(w, r, err)
+		s.refuseWatch(w, r, e, err)
 		return
 	}
 	defer wt.Stop()
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	w.Flush()
-
-	// Events from the registry's shared watch cache carry their object's
-	// JSON (Raw), encoded once for every watcher: only the line around it
-	// is made here, in a buffer the stream reuses. A burst of events is
-	// flushed once, after its last event.
-	events := wt.Events()
-	var line []byte
-	for open := true; open; {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				open = false
-				break
-			}
-			if ev.Type == api.Bookmark && !wp.bookmarks && ev.Object.Annotations[api.InitialEventsEndAnnotation] == "" {
-				if len(events) == 0 {
-					w.Flush() // the burst it ended
-				}
-				continue
-			}
-			if tbl != nil && (ev.Type == api.Added || ev.Type == api.Modified || ev.Type == api.Deleted) {
-				// Each change as a Table of one row.
-				if ev.Raw, err = tbl.table([]*api.Object{ev.Object}, api.ListMeta{ResourceVersion: ev.Object.ResourceVersion}); err != nil {
-					s.log.Error("encode watch event as a table", "path", r.URL.Path, "err", err)
-					open = false
-					break
-				}
-			}
-			if partial {
-				if ev.Raw, err = partialObject(ev.Object); err != nil {
-					s.log.Error("encode watch event as metadata", "path", r.URL.Path, "err", err)
-					open = false
-					break
-				}
-			}
-			if line, err = appendWatchEvent(line[:0], ev); err != nil {
-				s.log.Error("encode watch event", "path", r.URL.Path, "err", err)
-				open = false
-				break
-			}
-			if _, err := w.Write(line); err != nil {
-				// The client is gone, or took nothing for the write
-				// timeout: the connection is closed when the request ends.
-				if errors.Is(err, os.ErrDeadlineExceeded) {
-					s.metrics.watchDrops.WithLabelValues("write-timeout").Inc()
-				}
-				return
-			}
-			if len(events) == 0 {
-				w.Flush()
-			}
-			if cap(line) > 1<<20 {
-				line = nil // keep no huge buffer for the stream's life
-			}
-		case <-e.ctx.Done():
-			open = false
-		case <-expired:
-			wt.Stop()
-			w.Flush()
-			return // timeoutSeconds: a clean end
-		}
+	startWatchResponse(w)
+	ws := &watchStream{s: s, w: w, r: r, tbl: tbl, partial: partial, bookmarks: wp.bookmarks}
+	if !ws.pump(e, wt, expired) {
+		return
 	}
 	wt.Stop()
 	finishStream(e)
 	if e.ctx.Err() != nil {
 		return // the client left, or the server ended the stream
 	}
-	if err := wt.Err(); err != nil {
-		st := api.AsStatus(err)
-		if st.Reason == api.ReasonTooManyRequests {
-			s.metrics.watchDrops.WithLabelValues("behind").Inc()
-		}
-		switch {
-		case st.Reason == api.ReasonUnavailable:
-			s.log.Warn("watch ended: the store is unavailable", "path", r.URL.Path, "err", api.LogValue(err))
-		case st.Code >= 500:
-			s.log.Error("watch failed", "path", r.URL.Path, "err", api.LogValue(err))
-		}
-		_ = writeEvent(w, api.Error, st)
-	}
+	s.reportWatchEnd(w, r, wt.Err())
 }
 
 // appendWatchEvent appends the newline-terminated JSON of

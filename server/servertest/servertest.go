@@ -20,12 +20,10 @@ import (
 	"cairn.dev/cairn/authz"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/identity"
-	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/pki"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/server"
 	"cairn.dev/cairn/store"
-	"cairn.dev/cairn/store/storetest"
 )
 
 // Server is a running test API server. Everything stops at test cleanup.
@@ -158,86 +156,27 @@ func Start(t testing.TB, opts ...Option) *Server {
 	for _, o := range opts {
 		o(&c)
 	}
-	if c.store == nil {
-		c.store, c.endpoint = storetest.Start(t)
-	}
-	if c.keyFile == "" {
-		c.keyFile = filepath.Join(t.TempDir(), "encryption.key")
-	}
-	if c.kinds == nil {
-		c.kinds = kinds.All(kinds.Deps{})
-	}
+	c.complete(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	enc, err := registry.LoadOrCreateKey(c.keyFile)
-	if err != nil {
-		t.Fatalf("servertest: encryption key: %v", err)
-	}
-	// As the daemon does, user tokens without a scope may do everything
-	// but force deletions; scoped tokens get what rules grant their scope.
-	ropts := registry.Options{Kinds: c.kinds, Encryption: enc,
-		BookmarkInterval: c.bookmarkInterval, Authorize: append([]authz.Rule{authz.AllowUnscoped}, c.authorize...)}
-	for _, f := range c.registryOpts {
-		f(&ropts)
-	}
-	reg, err := registry.New(c.store, ropts)
-	if err != nil {
-		t.Fatalf("servertest: registry: %v", err)
-	}
-	t.Cleanup(reg.Close) // runs before the store's cleanup (registered earlier)
-	if err := reg.Init(ctx); err != nil {
-		t.Fatalf("servertest: init registry: %v", err)
-	}
+	reg := c.startRegistry(ctx, t)
 	a := auth.New(c.store)
 	token, err := a.EnsureAdminToken(ctx, filepath.Join(t.TempDir(), "admin.token"))
 	if err != nil {
 		t.Fatalf("servertest: admin token: %v", err)
 	}
 	metrics := prometheus.NewRegistry()
-	if c.ca == nil {
-		if c.ca, err = pki.NewCA("cairn-test"); err != nil {
-			t.Fatalf("servertest: CA: %v", err)
-		}
-	}
-	cert, err := c.ca.Issue(pki.Hosts("127.0.0.1:0", ""))
-	if err != nil {
-		t.Fatalf("servertest: serving certificate: %v", err)
-	}
-	// As the daemon does: a peer certificate for other cairn processes.
-	peer, err := c.ca.IssuePeer(nil)
-	if err != nil {
-		t.Fatalf("servertest: peer certificate: %v", err)
-	}
-	sopts := server.Options{Registry: reg, Auth: a, Metrics: metrics,
-		BodyReadTimeout: c.bodyReadTimeout, Logger: c.logger, ShutdownTimeout: 10 * time.Second, Traces: c.traces,
-		TLS: pki.PeerServerConfig(cert, peer, c.ca.Pool()), Peer: &server.Peer{CA: c.ca, Cert: peer}}
-	for _, f := range c.serverOpts {
-		f(&sopts)
-	}
-	api, err := server.New(sopts)
-	if err != nil {
-		t.Fatalf("servertest: server: %v", err)
-	}
+	api := c.newAPI(t, reg, a, metrics)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("servertest: listen: %v", err)
 	}
-	sctx, scancel := context.WithCancel(context.Background())
 	s := &Server{
 		URL: "https://" + l.Addr().String(), Token: token, CA: c.ca.CertPEM, authority: c.ca,
 		Registry: reg, Store: c.store, Auth: a, EtcdEndpoint: c.endpoint, KeyFile: c.keyFile,
-		Metrics: metrics, API: api, cancel: scancel, done: make(chan struct{}),
+		Metrics: metrics, API: api,
 	}
-	go func() {
-		defer close(s.done)
-		s.err = api.Serve(sctx, l)
-	}()
-	// Registered after storetest's cleanup, so it runs before etcd stops.
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Errorf("servertest: stop: %v", err)
-		}
-	})
+	s.serve(t, l)
 	return s
 }
 
