@@ -107,7 +107,9 @@ func SetupWith(t *manager.Term, opts Options) error {
 	if opts.Logger == nil {
 		opts.Logger = t.Logger
 	}
-	return deployer.Setup(t, deployer.Options{Type: Type, Deployer: New(t.Client, opts)})
+	d := New(t.Client, opts)
+	d.clusters.ForgetDeleted(t) // a deleted Target's client goes
+	return deployer.Setup(t, deployer.Options{Type: Type, Deployer: d})
 }
 
 // release is one Reconcile's or Delete's view of the item's release.

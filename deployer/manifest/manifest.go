@@ -59,6 +59,7 @@ type Options struct {
 // term.
 func Setup(t *manager.Term, opts Options) error {
 	d := New(t.Client, opts)
+	d.opts.Clusters.ForgetDeleted(t) // a deleted Target's client goes
 	return deployer.Setup(t, deployer.Options{Type: config.TypeManifest, Deployer: d, Workers: opts.Workers, Now: opts.Now})
 }
 
