@@ -78,6 +78,7 @@ type run struct {
 	applied  bool
 	attempts int       // retries of an unanswered cluster
 	since    time.Time // when the deletion first found the cluster silent
+	red      redactor  // the values of the item's Secrets
 }
 
 // New returns the deployer acting through c.
@@ -158,6 +159,7 @@ func (d *Deployer) Reconcile(ctx context.Context, item *deployer.Item) (deployer
 		return deref(failed), err
 	}
 	st := d.state(item)
+	st.red = secretValues(objs)
 	out, err := d.deploy(ctx, item, cl, m, objs, st)
 	if kube.Unreachable(err) {
 		return d.unreachable(ctx, item, st, err), nil
@@ -165,7 +167,7 @@ func (d *Deployer) Reconcile(ctx context.Context, item *deployer.Item) (deployer
 	if err == nil {
 		st.attempts = 0
 	}
-	return out, err
+	return st.red.outcome(item, out), st.red.err(err)
 }
 
 func deref(o *deployer.Outcome) deployer.Outcome {
