@@ -1,10 +1,16 @@
 package kubernetes_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/deployer/container"
+	"cairn.dev/cairn/internal/deploytest"
+	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/runtime"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,4 +95,37 @@ func TestRuntime_AContainerDeployItemsExportsComeBackAsItsTerminationMessage(t *
 			t.Fatalf("ReadFile of a worker = %v, want ErrNotFound", err)
 		}
 	})
+}
+
+// TestRuntime_AContainerDeployItemSucceedsWithTheExportsItsPodLeft: the
+// container deployer, unchanged, runs an item on this runtime; the test,
+// playing the kubelet, ends its pod with the exports file as the
+// termination message; the item succeeds with those exports.
+func TestRuntime_AContainerDeployItemSucceedsWithTheExportsItsPodLeft(t *testing.T) {
+	e := newEnv(t)
+	d := deploytest.Start(t, deploytest.Options{Runtime: e.rt},
+		manager.Controller{Name: "deployer-container", Setup: container.Setup})
+	d.Create(deploytest.Object(api.KindDeployItem, "web", &api.DeployItem{Spec: api.DeployItemSpec{Type: container.Type,
+		Config: json.RawMessage(`{"image":"example.com/deploy:1","command":["/bin/sh","-c","echo '{\"url\":\"http://web\"}' > \"$CAIRN_EXPORTS\""]}`)}}))
+	var pod *corev1.Pod
+	for pod == nil {
+		l, err := e.cs.CoreV1().Pods(ns).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Items) > 0 {
+			pod = &l.Items[0]
+			break
+		}
+		select {
+		case <-e.ctx.Done():
+			t.Fatal("no pod for the deploy item")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	e.exit(t, pod, `{"url":"http://web"}`)
+	item := d.WaitItem("web", "succeeded", func(x api.DeployItem) bool { return x.Status.Phase == api.DeploySucceeded })
+	if got := d.Data(item.Status.ExportRef); got["url"] != "http://web" {
+		t.Fatalf("exports %v: want url http://web, from the pod's termination message", got)
+	}
 }
