@@ -2,7 +2,6 @@ package helm_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -97,30 +96,5 @@ func TestHelm_ChartFromAnOCIRegistry(t *testing.T) {
 	w := e.WaitItem("app-wrong", "failed", failed)
 	if le := w.Status.LastError; le == nil || le.Reason != api.ReasonChartUnavailable || !strings.Contains(le.Message, "demo:9.9.9") {
 		t.Fatalf("lastError %+v: want ChartUnavailable naming the reference demo:9.9.9", le)
-	}
-}
-
-func TestHelm_UnreachableClusterIsRetriedSayingSoThenConverges(t *testing.T) {
-	e := startCluster(t, nil)
-	e.kc.Stop()
-	e.Execution("app", []api.DeployItemTemplate{item("web", map[string]any{"chart": inline(pack(t, "demo", demoChart("0.1.0")))})})
-	d := e.WaitItem("app-web", "saying the cluster does not answer", func(d api.DeployItem) bool {
-		return d.Status.LastError != nil && d.Status.LastError.Reason == api.ReasonClusterUnreachable
-	})
-	if d.Status.Phase != api.DeployProgressing || !strings.Contains(d.Status.LastError.Message, "the cluster of target cluster did not answer (retrying)") {
-		t.Fatalf("phase %s, lastError %+v: want Progressing, saying the cluster did not answer and it retries", d.Status.Phase, d.Status.LastError)
-	}
-	e.WaitExplain(api.KindDeployItem, "app-web", "(next try in ")
-	e.kc.Restart()
-	d = e.WaitItem("app-web", "succeeded", succeeded)
-	if d.Status.LastError != nil {
-		t.Fatalf("lastError %+v after success", d.Status.LastError)
-	}
-	if r := providerStatus(t, d).Release; r.Revision != 1 || r.Status != "deployed" {
-		t.Fatalf("release %+v: want revision 1 deployed", r)
-	}
-	raw, _ := json.Marshal(d.Status)
-	if !strings.Contains(string(raw), `"uid"`) {
-		t.Fatalf("status %s: managedResources without uids", raw)
 	}
 }
