@@ -126,7 +126,7 @@ func StartControllerManager(ctx context.Context, opts ControllerManagerOptions) 
 		rt.Close()
 		return nil, err
 	}
-	hs := cmHTTPServer(m, opts, reg, tlsConfig, p)
+	hs := cmHTTPServer(m, opts, reg, tlsConfig, p, runtimeReadiness(rt))
 	rctx, cancel := context.WithCancel(ctx)
 	cm := &ControllerManager{url: url, cancel: cancel, done: make(chan struct{})}
 	go cm.run(rctx, m, hs, l, rt, log)
@@ -158,17 +158,19 @@ func (o ControllerManagerOptions) validate() error {
 	return nil
 }
 
-// cmHTTPServer is the server of m's handler: the API server is reached
+// cmHTTPServer is the server of m's handler (ready is /readyz's check of
+// the runtime): the API server is reached
 // with apiTLS, presenting the peer certificate when there is one (p), and
 // forwarded requests are believed from cairn's peers only.
-func cmHTTPServer(m *manager.Manager, o ControllerManagerOptions, reg *prometheus.Registry, apiTLS *tls.Config, p *cmPeer) *http.Server {
+func cmHTTPServer(m *manager.Manager, o ControllerManagerOptions, reg *prometheus.Registry, apiTLS *tls.Config, p *cmPeer,
+	ready func(context.Context) error) *http.Server {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = apiTLS
 	var peers *x509.CertPool
 	if p != nil {
 		tr.TLSClientConfig, peers = p.apiConfig(apiTLS), p.roots
 	}
-	return &http.Server{Handler: m.Handler(manager.HandlerOptions{Server: o.Server, Metrics: reg, Peers: peers,
+	return &http.Server{Handler: m.Handler(manager.HandlerOptions{Server: o.Server, Metrics: reg, Peers: peers, Ready: ready,
 		HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: tr}}),
 		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn)}
 }

@@ -34,10 +34,15 @@ type HandlerOptions struct {
 	// when HTTPClient presents this process's own peer certificate. Nil:
 	// the header is ignored.
 	Peers *x509.CertPool
+	// Ready, when set, is one more check of /readyz (such as the
+	// process's runtime reaching its cluster): its error is the 503's
+	// message.
+	Ready func(context.Context) error
 }
 
 // Handler serves what a separate controller process offers on its own
-// address: /healthz, /readyz (the API server answers), /metrics and the
+// address: /healthz, /readyz (the API server answers, and
+// HandlerOptions.Ready passes), /metrics and the
 // traces of its controllers under the API's paths
 // (GET /apis/cairn.dev/v1alpha1/[namespaces/{ns}/]{plural}/{name}/trace),
 // which API servers forward to the leader.
@@ -160,6 +165,12 @@ func (h *handler) ready(w http.ResponseWriter, r *http.Request) {
 	if _, err := h.m.opts.Client.Kinds(ctx); err != nil {
 		writeStatus(w, api.NewStatus(api.ReasonUnavailable, "the API server does not answer"))
 		return
+	}
+	if h.opts.Ready != nil {
+		if err := h.opts.Ready(ctx); err != nil {
+			writeStatus(w, api.NewStatus(api.ReasonUnavailable, "%s", err.Error()))
+			return
+		}
 	}
 	writeText(w, http.StatusOK, "ok\n")
 }

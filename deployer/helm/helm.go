@@ -107,7 +107,9 @@ func SetupWith(t *manager.Term, opts Options) error {
 	if opts.Logger == nil {
 		opts.Logger = t.Logger
 	}
-	return deployer.Setup(t, deployer.Options{Type: Type, Deployer: New(t.Client, opts)})
+	d := New(t.Client, opts)
+	d.clusters.ForgetDeleted(t) // a deleted Target's client goes
+	return deployer.Setup(t, deployer.Options{Type: Type, Deployer: d})
 }
 
 // release is one Reconcile's or Delete's view of the item's release.
@@ -244,11 +246,15 @@ func (d *Deployer) observe(ctx context.Context, item *deployer.Item, s *session,
 	if err != nil {
 		return deployer.Failed(api.ReasonInstallFailed, "%v", err), nil
 	}
-	rep, err := dkube.CheckAll(ctx, s.cluster, refs, s.cfg.Readiness)
+	g := newUIDGetter(s.cluster)
+	rep, err := dkube.CheckAll(ctx, g, refs, s.cfg.Readiness)
+	if err == nil {
+		err = g.fill(ctx, refs)
+	}
 	if err != nil {
 		return d.unreachable(ctx, item, s, err)
 	}
-	setStatus(item, s, rel, managed(refs, rep))
+	setStatus(item, s, rel, managed(refs, rep, g))
 	if st, bad := rep.NotReady(); bad {
 		trace.Check(ctx, "%s is not ready: %s", st.Ref, s.red.String(st.Message))
 		item.Status.LastError = &api.LastError{Reason: "NotReady", Message: s.red.String(st.Ref.String() + " is not ready: " + st.Message)}
@@ -361,13 +367,13 @@ func setStatus(item *deployer.Item, s *session, rel *release.Release, objs []dku
 	}
 }
 
-// managed lists refs with their readiness.
-func managed(refs []dkube.ObjectRef, rep dkube.Report) []dkube.ManagedResource {
+// managed lists refs with their uids and readiness.
+func managed(refs []dkube.ObjectRef, rep dkube.Report, g *uidGetter) []dkube.ManagedResource {
 	out := make([]dkube.ManagedResource, 0, len(refs))
 	for _, r := range refs {
 		st := rep.Of(r)
 		out = append(out, dkube.ManagedResource{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
-			Policy: dkube.PolicyManage, Ready: st.Ready, Message: st.Message})
+			UID: g.uid(r), Policy: dkube.PolicyManage, Ready: st.Ready, Message: st.Message})
 	}
 	return out
 }

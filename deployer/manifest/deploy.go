@@ -51,12 +51,15 @@ func (d *Deployer) deploy(ctx context.Context, item *deployer.Item, cl *kube.Clu
 		return deployer.Outcome{}, err
 	}
 	MarkReady(ps.ManagedResources, rep)
+	for i := range ps.ManagedResources { // a custom check quotes the value it read
+		ps.ManagedResources[i].Message = st.red.String(ps.ManagedResources[i].Message)
+	}
 	setProviderStatus(item, &ps)
 	if bad, ok := rep.NotReady(); ok {
 		if d.expired(item) {
 			return deployer.Failed(api.ReasonNotReady, "%s is not ready within the progressing timeout: %s", bad.Ref, bad.Message), nil
 		}
-		trace.Check(ctx, "not ready (%s): %s: %s", ps.Ready, bad.Ref, bad.Message)
+		trace.Check(ctx, "not ready (%s): %s: %s", ps.Ready, bad.Ref, st.red.String(bad.Message))
 		return deployer.InProgress(d.opts.Poll), nil
 	}
 	trace.Check(ctx, "all %d objects ready", len(ps.ManagedResources))

@@ -59,6 +59,7 @@ type Options struct {
 // term.
 func Setup(t *manager.Term, opts Options) error {
 	d := New(t.Client, opts)
+	d.opts.Clusters.ForgetDeleted(t) // a deleted Target's client goes
 	return deployer.Setup(t, deployer.Options{Type: config.TypeManifest, Deployer: d, Workers: opts.Workers, Now: opts.Now})
 }
 
@@ -77,6 +78,7 @@ type run struct {
 	applied  bool
 	attempts int       // retries of an unanswered cluster
 	since    time.Time // when the deletion first found the cluster silent
+	red      redactor  // the values of the item's Secrets
 }
 
 // New returns the deployer acting through c.
@@ -157,6 +159,7 @@ func (d *Deployer) Reconcile(ctx context.Context, item *deployer.Item) (deployer
 		return deref(failed), err
 	}
 	st := d.state(item)
+	st.red = secretValues(objs)
 	out, err := d.deploy(ctx, item, cl, m, objs, st)
 	if kube.Unreachable(err) {
 		return d.unreachable(ctx, item, st, err), nil
@@ -164,7 +167,7 @@ func (d *Deployer) Reconcile(ctx context.Context, item *deployer.Item) (deployer
 	if err == nil {
 		st.attempts = 0
 	}
-	return out, err
+	return st.red.outcome(item, out), st.red.err(err)
 }
 
 func deref(o *deployer.Outcome) deployer.Outcome {

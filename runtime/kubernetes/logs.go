@@ -43,7 +43,8 @@ func (r *Runtime) finish(ctx context.Context, sec *corev1.Secret, pod *corev1.Po
 			log = fmt.Appendf(nil, "[cairn: the log could not be read from the cluster: %v]\n", err)
 		}
 	}
-	return r.record(ctx, sec.Name, st, log)
+	result, _ := terminationMessage(pod)
+	return r.record(ctx, sec.Name, st, log, result)
 }
 
 // readTail reads rc to its end (or an error) and closes it, keeping the
@@ -72,11 +73,11 @@ func (r *Runtime) readTail(rc io.ReadCloser) []byte {
 	return buf
 }
 
-// record writes st and log on the unit's Secret (named name) unless it
-// holds a final state already, and drops the files and environment the
-// ended pod no longer needs. Errors: the API's (a Secret that is gone is
-// not one).
-func (r *Runtime) record(ctx context.Context, name string, st runtime.State, log []byte) error {
+// record writes st, log and the container's termination message
+// (result, when any) on the unit's Secret (named name) unless it holds a
+// final state already, and drops the files and environment the ended pod
+// no longer needs. Errors: the API's (a Secret that is gone is not one).
+func (r *Runtime) record(ctx context.Context, name string, st runtime.State, log, result []byte) error {
 	secrets := r.cs.CoreV1().Secrets(r.opts.Namespace)
 	sec, err := r.secrets.Get(name)
 	for attempt := 0; ; attempt++ {
@@ -95,6 +96,9 @@ func (r *Runtime) record(ctx context.Context, name string, st runtime.State, log
 		s := sec.DeepCopy()
 		maps.Copy(s.Annotations, recordAnnotations(st))
 		s.Data = map[string][]byte{logKey: log}
+		if len(result) > 0 {
+			s.Data[resultKey] = result
+		}
 		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
 		if err == nil {
 			r.log.Info("unit ended", "id", s.Annotations[AnnotationID], "phase", st.Phase, "exitCode", st.ExitCode, "reason", st.Reason)

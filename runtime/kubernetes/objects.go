@@ -158,7 +158,7 @@ func buildPod(s runtime.Spec, info unitInfo, res corev1.ResourceRequirements, o 
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
 				Name: containerName, Image: info.Image, Command: s.Argv, Env: env, WorkingDir: wd,
-				VolumeMounts: mounts, Resources: res,
+				VolumeMounts: mounts, Resources: res, TerminationMessagePath: resultPath(info),
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &no, Privileged: &no,
 					RunAsNonRoot: &yes, Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 			}},

@@ -85,7 +85,7 @@ func (r *Runtime) Start(ctx context.Context, s runtime.Spec) (runtime.State, err
 	if _, err := r.cs.CoreV1().Pods(r.opts.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsInvalid(err) {
 			st := runtime.State{Phase: runtime.PhaseFailed, Reason: "the cluster refuses the pod: " + err.Error(), Started: now, Ended: now}
-			return st, r.record(ctx, sec.Name, st, nil)
+			return st, r.record(ctx, sec.Name, st, nil, nil)
 		}
 		if apierrors.IsAlreadyExists(err) {
 			return runtime.State{}, fmt.Errorf("%w: %s has a pod already", runtime.ErrExists, s.ID)
@@ -268,7 +268,7 @@ func (r *Runtime) Kill(ctx context.Context, id string) error {
 	if end.Ended.IsZero() {
 		end.Ended = time.Now()
 	}
-	return r.record(ctx, sec.Name, end, logs.wait(time.Second))
+	return r.record(ctx, sec.Name, end, logs.wait(time.Second), nil)
 }
 
 // waitGone blocks until the pod with uid is gone, or within (when not 0)
@@ -376,15 +376,23 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
-// ReadFile is not supported: a pod's workspace cannot be read without
-// exec rights, which the runtime does not ask for. It returns ErrNotFound
-// for a unit that exists, as for a file it did not write.
+// ReadFile reads what a container deploy item's unit exported (the
+// file exports.json, its $CAIRN_EXPORTS), which comes back as its
+// container's termination message (exports.go). Other files of a pod's
+// workspace cannot be read without exec rights, which the runtime does
+// not ask for: it returns ErrNotFound for them, as for a file the unit
+// did not write.
 func (r *Runtime) ReadFile(ctx context.Context, id, name string) ([]byte, error) {
-	if _, err := runtime.ValidateRelPath("name", name); err != nil {
+	clean, err := runtime.ValidateRelPath("name", name)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := r.secret(ctx, id); err != nil {
+	sec, err := r.secret(ctx, id)
+	if err != nil {
 		return nil, err
+	}
+	if clean == exportsFile && sec.Labels[LabelOwnerKind] == kindDeployItem {
+		return r.readExports(ctx, sec)
 	}
 	return nil, fmt.Errorf("%w: %s: the kubernetes runtime cannot read files of a pod's workspace", runtime.ErrNotFound, name)
 }
