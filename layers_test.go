@@ -50,7 +50,7 @@ var allowed = map[string][]string{
 	"informer":     {"api", "client"},
 	"controller":   {"api", "client", "informer", "trace"},
 	"trace":        {"api"},
-	"lease":        {"api", "client"},
+	"lease":        {"api", "client", "conflict"},
 	"manager":      {"api", "client", "identity", "informer", "controller", "pki", "trace", "lease", "runtime"},
 	// The cleaner's conditions: pure CEL, shared by admission (kinds) and
 	// the controller.
@@ -59,7 +59,9 @@ var allowed = map[string][]string{
 	"controllers":       {"api", "client", "manager", "gc", "cleaner", "scheduler", "informer", "controller", "trace", "execution", "deployitem", "deployer", "installation", "target"},
 	"scheduler":         {"api", "client", "controller", "informer", "manager", "runtime", "trace"},
 	"gc":                {"api", "conflict", "client", "controller", "informer", "manager", "trace"},
-	"runtime":           {"runtime"},
+	// runtime/kubernetes re-reads its Secret records on Conflict at
+	// conflict's pace.
+	"runtime": {"runtime", "conflict"},
 	// The event service: the rules of the event endpoints, over the registry.
 	"event":  {"api", "conflict", "auth", "authz", "identity", "kinds", "registry", "runtime", "store"},
 	"leader": {},
@@ -84,7 +86,7 @@ var allowed = map[string][]string{
 	// The process wiring: it builds every layer below the CLI.
 	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "event", "gc", "identity", "kinds", "pki",
 		"leader", "lease", "manager", "registry", "runtime", "runtime/local", "server", "store", "trace", "internal/privfile"},
-	"cli": {"api", "client", "cli", "column", "controllers", "daemon", "deployitem", "manager", "pki", "runtime", "runtime/local", "trace",
+	"cli": {"api", "client", "cli", "column", "conflict", "controllers", "daemon", "deployitem", "manager", "pki", "runtime", "runtime/local", "trace",
 		"internal/privfile", "internal/gopace"},
 	"cmd":   {"cli"},
 	"bench": {}, // benchmarks: tests only
@@ -106,7 +108,7 @@ var allowed = map[string][]string{
 	"internal/failovertest": {"api", "client", "client/local", "gc", "identity", "internal/testkit", "manager", "server/servertest"},
 	// A real Kubernetes API (etcd, kube-apiserver, kube-controller-manager
 	// processes) for the tests of what deploys to Kubernetes.
-	"internal/kubetest": {},
+	"internal/kubetest": {"api", "client"},
 	// A real headless chromium for the console's tests.
 	"internal/browsertest": {},
 }
