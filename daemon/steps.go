@@ -13,6 +13,7 @@ import (
 	"cairn.dev/cairn/leader"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/registry"
+	"cairn.dev/cairn/runtime"
 	"cairn.dev/cairn/store"
 	"cairn.dev/cairn/store/embedded"
 )
@@ -109,7 +110,7 @@ func (d *Daemon) newManager() error {
 // call methods on a nil pointer. d.runtime is an interface that is only
 // ever set from openRuntime's non-nil results, so its zero value is an
 // untyped nil; it is checked here before it is converted.
-func bindEvents(events *event.Service, reg *registry.Registry, rt unitRuntime) {
+func bindEvents(events *event.Service, reg *registry.Registry, rt runtime.Closer) {
 	if rt == nil {
 		events.Bind(reg, nil)
 		return
