@@ -63,8 +63,8 @@ var allowed = map[string][]string{
 	// conflict's pace.
 	"runtime": {"runtime", "conflict"},
 	// The event service: the rules of the event endpoints, over the registry.
-	"event":  {"api", "conflict", "auth", "authz", "identity", "kinds", "registry", "runtime", "store"},
-	"leader": {},
+	"event":        {"api", "conflict", "auth", "authz", "identity", "kinds", "registry", "runtime", "store"},
+	"etcdelection": {},
 	// The deployment controllers (the deployer entry covers its types).
 	"execution":  {"api", "client", "controller", "informer", "manager", "trace"},
 	"deployitem": {"api", "client", "controller", "informer", "manager", "trace"},
@@ -85,7 +85,7 @@ var allowed = map[string][]string{
 	"openapi/internal/gendocs": {"openapi/internal/docgen"},
 	// The process wiring: it builds every layer below the CLI.
 	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "event", "gc", "identity", "kinds", "pki",
-		"leader", "lease", "manager", "registry", "runtime", "runtime/local", "server", "store", "trace", "internal/privfile"},
+		"etcdelection", "lease", "manager", "registry", "runtime", "runtime/local", "server", "store", "trace", "internal/privfile"},
 	"cli": {"api", "client", "cli", "column", "conflict", "controllers", "daemon", "deployitem", "manager", "pki", "runtime", "runtime/local", "trace",
 		"internal/privfile", "internal/gopace"},
 	"cmd":   {"cli"},
@@ -120,7 +120,7 @@ var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest"
 
 // testOnly may additionally be imported by tests.
 var testOnly = append(slices.Clone(testSupport),
-	"api", "kinds", "registry", "server", "store", "daemon", "leader", "client", "client/local", "informer",
+	"api", "kinds", "registry", "server", "store", "daemon", "etcdelection", "client", "client/local", "informer",
 	"controller", "gc", "cleaner", "cleaner/condition", "identity", "auth", "authz", "trace", "lease", "manager", "controllers", "runtime",
 	"execution", "installation", "deployitem", "deployer", "internal/gopace", "target", "column")
 
