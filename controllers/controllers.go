@@ -10,7 +10,8 @@
 //     --controllers ("gc", "events", ...): a family's reconciler and the
 //     informers that feed it;
 //   - package controller: the machinery every family runs on (the work
-//     queue, the workers, Reconciler and Result, the builder);
+//     queue, the workers, Reconciler and Result; manager.NewBuilder wires
+//     it);
 //   - package controllers (this one): the list;
 //   - `cairn controller-manager`: a process that runs the list and nothing
 //     else, beside the API servers (daemon.ControllerManager).
@@ -24,8 +25,8 @@
 //
 // Manager, term, lease and election:
 //   - the manager (package manager) runs the list in one process: the
-//     shared informers, the leader election, and the controllers' setup
-//     for each term;
+//     shared informers, the leader election, the controllers' setup for
+//     each term, and the builder (manager.NewBuilder) a Setup calls;
 //   - a term is one stretch of leadership: the controllers are built for
 //     it, act through its fenced client, and stop when it ends;
 //   - the lease (package lease) is that election: the API's Lease object
