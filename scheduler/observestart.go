@@ -74,6 +74,7 @@ func traceCanceled(ctx context.Context, jobs []string) {
 // done says the observation ends here with res and err: 404, presumed
 // deleted (its units go at once); 409, as conflict says; another error.
 func (s *Scheduler) writeObserved(ctx context.Context, key string, ev *api.Event, st api.EventStatus) (cur *api.Event, res controller.Result, done bool, err error) {
+	st.JobPhases = api.SummarizeJobs(st.Jobs) // as the registry stores it
 	if !controller.StatusChanged(ev.Status, st) {
 		return ev, controller.Result{}, false, nil
 	}
