@@ -50,7 +50,7 @@ var allowed = map[string][]string{
 	"informer":     {"api", "client"},
 	"controller":   {"api", "client", "informer", "trace"},
 	"trace":        {"api"},
-	"lease":        {"api", "client"},
+	"lease":        {"api", "client", "conflict"},
 	"manager":      {"api", "client", "identity", "informer", "controller", "pki", "trace", "lease", "runtime"},
 	// The cleaner's conditions: pure CEL, shared by admission (kinds) and
 	// the controller.
@@ -60,13 +60,15 @@ var allowed = map[string][]string{
 	"controllers":       {"api", "client", "manager", "gc", "cleaner", "commitstatus", "scheduler", "informer", "controller", "trace", "execution", "deployitem", "deployer", "installation", "target"},
 	"scheduler":         {"api", "client", "controller", "informer", "manager", "runtime", "trace"},
 	"gc":                {"api", "conflict", "client", "controller", "informer", "manager", "trace"},
-	"runtime":           {"runtime"},
+	// runtime/kubernetes re-reads its Secret records on Conflict at
+	// conflict's pace.
+	"runtime": {"runtime", "conflict"},
 	// The event service: the rules of the event endpoints, over the registry.
 	"event": {"api", "conflict", "auth", "authz", "identity", "kinds", "registry", "runtime", "store"},
 	// The Gateways' webhook endpoint: deliveries checked and mapped, then
 	// fanned out by the event service.
-	"gateway": {"api", "event", "identity", "registry"},
-	"leader":  {},
+	"gateway":      {"api", "event", "identity", "registry"},
+	"etcdelection": {},
 	// The deployment controllers (the deployer entry covers its types).
 	"execution":  {"api", "client", "controller", "informer", "manager", "trace"},
 	"deployitem": {"api", "client", "controller", "informer", "manager", "trace"},
@@ -87,8 +89,8 @@ var allowed = map[string][]string{
 	"openapi/internal/gendocs": {"openapi/internal/docgen"},
 	// The process wiring: it builds every layer below the CLI.
 	"daemon": {"api", "auth", "authz", "client", "client/local", "controllers", "event", "gateway", "gc", "identity", "kinds", "pki",
-		"leader", "lease", "manager", "registry", "runtime", "runtime/local", "server", "store", "trace", "internal/privfile"},
-	"cli": {"api", "client", "cli", "column", "controllers", "daemon", "deployitem", "manager", "pki", "runtime", "runtime/local", "trace",
+		"etcdelection", "lease", "manager", "registry", "runtime", "runtime/local", "server", "store", "trace", "internal/privfile"},
+	"cli": {"api", "client", "cli", "column", "conflict", "controllers", "daemon", "deployitem", "manager", "pki", "runtime", "runtime/local", "trace",
 		"internal/privfile", "internal/gopace"},
 	"cmd":   {"cli"},
 	"bench": {}, // benchmarks: tests only
@@ -110,7 +112,7 @@ var allowed = map[string][]string{
 	"internal/failovertest": {"api", "client", "client/local", "gc", "identity", "internal/testkit", "manager", "server/servertest"},
 	// A real Kubernetes API (etcd, kube-apiserver, kube-controller-manager
 	// processes) for the tests of what deploys to Kubernetes.
-	"internal/kubetest": {},
+	"internal/kubetest": {"api", "client"},
 	// A real headless chromium for the console's tests.
 	"internal/browsertest": {},
 }
@@ -122,7 +124,7 @@ var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest"
 
 // testOnly may additionally be imported by tests.
 var testOnly = append(slices.Clone(testSupport),
-	"api", "kinds", "registry", "server", "store", "daemon", "leader", "client", "client/local", "informer",
+	"api", "kinds", "registry", "server", "store", "daemon", "etcdelection", "client", "client/local", "informer",
 	"controller", "gc", "cleaner", "cleaner/condition", "identity", "auth", "authz", "trace", "lease", "manager", "controllers", "runtime",
 	"execution", "installation", "deployitem", "deployer", "internal/gopace", "target", "column")
 

@@ -35,6 +35,10 @@ import (
 // backoff. A crash loses nothing that matters: a Cleaner whose status was
 // not written yet names an earlier evaluation time (or none), so the next
 // controller evaluates it again at once.
+//
+// pending is a write-behind queue, not a second stale-cache guard: it
+// holds decisions not written yet (latest lets the next evaluation start
+// from one), where controller.Written remembers writes already made.
 type statusWriter struct {
 	c     client.Interface
 	get   func(ns, name string) (*api.Object, bool) // the Cleaner cache

@@ -1,54 +1,15 @@
 package cleaner_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cleaner"
-	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/internal/testkit"
 )
-
-// failingReads is the env's real client whose reads (get, list, watch) of
-// one kind fail with ServiceUnavailable while on is set.
-type failingReads struct {
-	client.Interface
-	kind string
-	on   atomic.Bool
-}
-
-func (f *failingReads) refuse(kind string) error {
-	if kind != f.kind || !f.on.Load() {
-		return nil
-	}
-	return api.NewStatus(api.ReasonUnavailable, "reads of %s fail (test)", kind)
-}
-
-func (f *failingReads) Get(ctx context.Context, kind, ns, name string) (*api.Object, error) {
-	if err := f.refuse(kind); err != nil {
-		return nil, err
-	}
-	return f.Interface.Get(ctx, kind, ns, name)
-}
-
-func (f *failingReads) List(ctx context.Context, kind, ns string, opts api.ListOptions) (*api.List, error) {
-	if err := f.refuse(kind); err != nil {
-		return nil, err
-	}
-	return f.Interface.List(ctx, kind, ns, opts)
-}
-
-func (f *failingReads) Watch(ctx context.Context, kind, ns string, opts api.ListOptions) (api.Watcher, error) {
-	if err := f.refuse(kind); err != nil {
-		return nil, err
-	}
-	return f.Interface.Watch(ctx, kind, ns, opts)
-}
 
 // A Cleaner whose condition input cannot be read (an error, not NotFound)
 // deletes nothing and says why in its status, even though its condition
@@ -57,8 +18,7 @@ func (f *failingReads) Watch(ctx context.Context, kind, ns string, opts api.List
 func TestCleaner_UnreadableInputDeletesNothingAndSaysWhy(t *testing.T) {
 	e := newEnv(t)
 	victim := e.create(testkit.Object(api.KindDataObject, ns, "victim"))
-	fr := &failingReads{Interface: e.c, kind: api.KindSecret}
-	fr.on.Store(true)
+	fr := testkit.NewFailingReads(e.c, api.KindSecret)
 	e.startWith(fr, cleaner.Options{SyncTimeout: 200 * time.Millisecond}, nil)
 	e.createCleaner("c", api.CleanerSpec{
 		Retry: api.CleanerRetry{Period: api.Duration{Duration: time.Second}},
@@ -75,7 +35,7 @@ func TestCleaner_UnreadableInputDeletesNothingAndSaysWhy(t *testing.T) {
 	if e.gone(api.KindDataObject, "victim") {
 		t.Fatal("the Cleaner deleted a target while its condition input could not be read")
 	}
-	fr.on.Store(false)
+	fr.Fail(false)
 	testkit.EventuallyNil(t, wait, "the victim deleted once the input is found absent", func() error {
 		if !e.gone(api.KindDataObject, "victim") {
 			c, _ := e.getCleaner("c")

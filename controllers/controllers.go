@@ -2,6 +2,45 @@
 // place a new controller family is added (one entry in List), whether the
 // controllers run inside `cairn server` or in a `cairn controller-manager`
 // process.
+//
+// # Who is who
+//
+// "Controller" names four things:
+//   - a controller: one entry of List (manager.Controller), named for
+//     --controllers ("gc", "events", ...): a family's reconciler and the
+//     informers that feed it;
+//   - package controller: the machinery every family runs on (the work
+//     queue, the workers, Reconciler and Result; manager.NewBuilder wires
+//     it);
+//   - package controllers (this one): the list;
+//   - `cairn controller-manager`: a process that runs the list and nothing
+//     else, beside the API servers (daemon.ControllerManager).
+//
+// Which package holds which controller: "gc" is package gc, "installation"
+// installation, "execution" execution, "deployitem-timeout" deployitem,
+// "deployer-*" deployer/* (mock, container, manifest, helm), "target"
+// target, "cleaner" cleaner, and "events" is package scheduler (the queue
+// of PENDING events, their capacity and the observer of their workers and
+// jobs: it schedules Events, hence the package name).
+//
+// Manager, term, lease and election:
+//   - the manager (package manager) runs the list in one process: the
+//     shared informers, the leader election, the controllers' setup for
+//     each term, and the builder (manager.NewBuilder) a Setup calls;
+//   - a term is one stretch of leadership: the controllers are built for
+//     it, act through its fenced client, and stop when it ends;
+//   - the lease (package lease) is that election: the API's Lease object
+//     "controllers", held by compare-and-swap through the API, so a
+//     controller process needs no etcd access;
+//   - the compaction election (package etcdelection) is another one, below
+//     the API: the API servers elect, through an etcd lease, which of them
+//     compacts the store. It never decides who runs controllers.
+//
+// "Explain" is `cairn explain KIND NAME` (package cli/explain): the traces
+// a controller recorded of its reconciles (package trace). Elsewhere the
+// word means what the sentence around it says: session.Explain rewords an
+// error for a terminal, the cleaner's explain writes its decision into
+// the trace, and the test kits' Explain read the trace.
 package controllers
 
 import (

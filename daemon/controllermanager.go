@@ -19,6 +19,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/pki"
+	"cairn.dev/cairn/runtime"
 	rtlocal "cairn.dev/cairn/runtime/local"
 )
 
@@ -53,7 +54,7 @@ type ControllerManagerOptions struct {
 	// Runtime, when set, is where the controllers run units (the
 	// kubernetes runtime) instead of a local runtime in RuntimeDir; the
 	// controller manager closes it when it stops. Never a typed nil.
-	Runtime unitRuntime
+	Runtime runtime.Closer
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -177,7 +178,7 @@ func cmHTTPServer(m *manager.Manager, o ControllerManagerOptions, reg *prometheu
 
 // run serves hs on l and runs m until ctx ends or either fails, then
 // shuts hs down (10 s at most), closes rt and records why it stopped.
-func (cm *ControllerManager) run(ctx context.Context, m *manager.Manager, hs *http.Server, l net.Listener, rt unitRuntime, log *slog.Logger) {
+func (cm *ControllerManager) run(ctx context.Context, m *manager.Manager, hs *http.Server, l net.Listener, rt runtime.Closer, log *slog.Logger) {
 	defer close(cm.done)
 	defer rt.Close()
 	serveErr := make(chan error, 1)

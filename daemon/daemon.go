@@ -35,6 +35,7 @@ import (
 	"cairn.dev/cairn/lease"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/registry"
+	"cairn.dev/cairn/runtime"
 	rtlocal "cairn.dev/cairn/runtime/local"
 	"cairn.dev/cairn/server"
 	"cairn.dev/cairn/store"
@@ -105,7 +106,7 @@ type Options struct {
 	// Runtime, when set, is where the controllers run units instead of
 	// the local runtime (RuntimeDir and RuntimeIsolation are then unused);
 	// the daemon closes it when it stops.
-	Runtime unitRuntime
+	Runtime runtime.Closer
 	// CompactionInterval: the leader compacts history older than this
 	// interval, every interval; default 5m.
 	CompactionInterval time.Duration
@@ -177,7 +178,7 @@ type Daemon struct {
 	http     *server.Server
 	metrics  *prometheus.Registry
 	manager  *manager.Manager // nil without controllers
-	runtime  unitRuntime      // nil without controllers
+	runtime  runtime.Closer   // nil without controllers
 	system   client.Interface // in-process client acting as the system
 	listener net.Listener
 	token    string

@@ -9,13 +9,6 @@ import (
 	rtlocal "cairn.dev/cairn/runtime/local"
 )
 
-// unitRuntime is the runtime the controllers run units on, which the
-// daemon closes when it stops.
-type unitRuntime interface {
-	runtime.Runtime
-	Close() error
-}
-
 // readyRuntime is a runtime that can be unready (the kubernetes runtime
 // while its cluster does not answer).
 type readyRuntime interface {
@@ -25,7 +18,7 @@ type readyRuntime interface {
 // openRuntime returns opts.Runtime when set, and otherwise opens the local
 // runtime in opts.RuntimeDir (or its default). Errors: the local runtime
 // cannot be opened.
-func openRuntime(opts Options, d *Daemon) (unitRuntime, error) {
+func openRuntime(opts Options, d *Daemon) (runtime.Closer, error) {
 	if opts.Runtime != nil {
 		return opts.Runtime, nil
 	}

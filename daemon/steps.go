@@ -8,11 +8,12 @@ import (
 
 	"cairn.dev/cairn/auth"
 	"cairn.dev/cairn/authz"
+	"cairn.dev/cairn/etcdelection"
 	"cairn.dev/cairn/event"
 	"cairn.dev/cairn/kinds"
-	"cairn.dev/cairn/leader"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/registry"
+	"cairn.dev/cairn/runtime"
 	"cairn.dev/cairn/store"
 	"cairn.dev/cairn/store/embedded"
 )
@@ -109,7 +110,7 @@ func (d *Daemon) newManager() error {
 // call methods on a nil pointer. d.runtime is an interface that is only
 // ever set from openRuntime's non-nil results, so its zero value is an
 // untyped nil; it is checked here before it is converted.
-func bindEvents(events *event.Service, reg *registry.Registry, rt unitRuntime) {
+func bindEvents(events *event.Service, reg *registry.Registry, rt runtime.Closer) {
 	if rt == nil {
 		events.Bind(reg, nil)
 		return
@@ -145,7 +146,7 @@ func (d *Daemon) serve() {
 	// Compaction runs in one server at a time, whether or not it runs the
 	// controllers: pure API servers must not let history grow forever.
 	d.spawn(func() error {
-		return leader.Run(rctx, d.etcd, leader.Options{Name: "compactor", Identity: d.advertised(),
+		return etcdelection.Run(rctx, d.etcd, etcdelection.Options{Name: "compactor", Identity: d.advertised(),
 			TTL: d.opts.LeaderTTL, Logger: d.log}, func(ctx context.Context) {
 			d.store.RunCompactor(ctx, d.opts.CompactionInterval, d.log)
 		})

@@ -10,6 +10,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/conflict"
 )
 
 // errLost reports that the Lease is no longer this candidate's: another
@@ -270,38 +271,48 @@ func (e *elector) release(t *term) {
 
 // write renews the Lease of term t with holder e.opts.Identity, or releases
 // it with holder "", by a compare-and-swap on the last record t wrote. On a
-// Conflict it reads the Lease again: a record still of this term (a write
-// whose answer was lost) is adopted and written again; any other is
-// errLost, as is a missing Lease. Other errors are returned wrapped.
+// Conflict it reads the Lease again (conflict.Modify): a record still of
+// this term (a write whose answer was lost) is adopted and written again;
+// any other is errLost, as is a missing Lease. Other errors are returned
+// wrapped.
 func (e *elector) write(ctx context.Context, t *term, holder string) error {
-	for attempt := 0; ; attempt++ {
-		next := *t.rec
+	was := t.rec.Spec
+	first := *t.rec
+	get := func(ctx context.Context) (*api.Lease, error) {
+		cur, err := e.leases.Get(ctx, "", e.opts.Name)
+		if errors.Is(err, api.ErrNotFound) {
+			return nil, errLost
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lease: read %q: %w", e.opts.Name, err)
+		}
+		return cur, nil
+	}
+	change := func(next *api.Lease) (bool, error) {
+		if !sameTerm(next.Spec, was) {
+			return false, errLost
+		}
 		next.Spec.HolderIdentity = holder
 		next.Spec.LeaseDurationSeconds = e.seconds()
 		next.Spec.RenewTime = e.now()
-		updated, err := e.leases.Update(ctx, &next)
-		if err == nil {
-			t.rec = updated
-			return nil
-		}
+		return true, nil
+	}
+	put := func(ctx context.Context, next *api.Lease) (*api.Lease, error) {
+		updated, err := e.leases.Update(ctx, next)
 		if errors.Is(err, api.ErrNotFound) {
-			return errLost
-		}
-		if !errors.Is(err, api.ErrConflict) || attempt > 0 {
-			return fmt.Errorf("lease: write %q: %w", e.opts.Name, err)
-		}
-		cur, err := e.leases.Get(ctx, "", e.opts.Name)
-		if errors.Is(err, api.ErrNotFound) {
-			return errLost
+			return nil, errLost
 		}
 		if err != nil {
-			return fmt.Errorf("lease: read %q: %w", e.opts.Name, err)
+			return nil, fmt.Errorf("lease: write %q: %w", e.opts.Name, err)
 		}
-		if !sameTerm(cur.Spec, t.rec.Spec) {
-			return errLost
-		}
-		t.rec = cur
+		return updated, nil
 	}
+	updated, _, err := conflict.Modify(ctx, &first, get, change, put)
+	if err != nil {
+		return err
+	}
+	t.rec = updated
+	return nil
 }
 
 // sameTerm reports whether record a belongs to the same term as b: same

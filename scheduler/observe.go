@@ -453,24 +453,6 @@ func applyJob(j *api.JobStatus, p Plan) {
 	j.Phase, j.Started, j.Ended, j.Reason, j.ExitCode = w.Phase, w.Started, w.Ended, w.Reason, w.ExitCode
 }
 
-func changedStatus(a, b *api.EventStatus) bool {
-	if statusKey(a.Worker.Phase, a.Worker.Started, a.Worker.Ended, a.Worker.Reason) !=
-		statusKey(b.Worker.Phase, b.Worker.Started, b.Worker.Ended, b.Worker.Reason) {
-		return true
-	}
-	for i := range a.Jobs {
-		x, y := a.Jobs[i], b.Jobs[i]
-		if statusKey(x.Phase, x.Started, x.Ended, x.Reason) != statusKey(y.Phase, y.Started, y.Ended, y.Reason) {
-			return true
-		}
-	}
-	return false
-}
-
-func statusKey(p api.EventPhase, started, ended time.Time, reason string) string {
-	return fmt.Sprintf("%s|%d|%d|%s", p, started.UnixNano(), ended.UnixNano(), reason)
-}
-
 func jobsSummary(st *api.EventStatus) string {
 	if len(st.Jobs) == 0 {
 		return ""

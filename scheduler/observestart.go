@@ -69,12 +69,13 @@ func traceCanceled(ctx context.Context, jobs []string) {
 	}
 }
 
-// writeObserved writes st as ev's status when it changed (the seed's
-// "use the API to update the state") and returns the event as written.
+// writeObserved writes st as ev's status when it changed
+// (controller.StatusChanged; the seed's "use the API to update the state") and returns the event as written.
 // done says the observation ends here with res and err: 404, presumed
 // deleted (its units go at once); 409, as conflict says; another error.
 func (s *Scheduler) writeObserved(ctx context.Context, key string, ev *api.Event, st api.EventStatus) (cur *api.Event, res controller.Result, done bool, err error) {
-	if !changedStatus(&ev.Status, &st) {
+	st.JobPhases = api.SummarizeJobs(st.Jobs) // as the registry stores it
+	if !controller.StatusChanged(ev.Status, st) {
 		return ev, controller.Result{}, false, nil
 	}
 	next := *ev

@@ -203,8 +203,7 @@ users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, com
 func TestTarget_APIServerStoppedIsUnreachableAndStartedAgainReachable(t *testing.T) {
 	k := kubetest.Start(t)
 	e := start(t, target.Options{Interval: 200 * time.Millisecond, ProbeTimeout: 2 * time.Second})
-	e.secret("prod", map[string]string{"kubeconfig": string(k.Kubeconfig())})
-	e.target("prod", "prod", "kubeconfig")
+	k.CreateTarget(e.Ctx(), e.C, deploytest.NS, "prod", "prod")
 	up := e.wait("prod", api.ConditionTrue)
 
 	k.Stop()
@@ -225,8 +224,7 @@ func TestTarget_APIServerStoppedIsUnreachableAndStartedAgainReachable(t *testing
 func TestTarget_SecretChangedToAnotherClusterDropsTheCachedClient(t *testing.T) {
 	a, b := kubetest.Start(t), kubetest.Start(t)
 	e := start(t, target.Options{Interval: 200 * time.Millisecond, ProbeTimeout: 2 * time.Second})
-	e.secret("prod", map[string]string{"kubeconfig": string(a.Kubeconfig())})
-	e.target("prod", "prod", "kubeconfig")
+	a.CreateTarget(e.Ctx(), e.C, deploytest.NS, "prod", "prod")
 	e.wait("prod", api.ConditionTrue)
 	first, ok := e.clients.Lookup(deploytest.NS + "/prod")
 	if !ok || first.Config.Host != a.URL {

@@ -23,10 +23,8 @@ import (
 	"cairn.dev/cairn/cli/printer"
 	"cairn.dev/cairn/cli/session"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/conflict"
 )
-
-// conflictRetries is how often an update that lost a race is tried again.
-const conflictRetries = 5
 
 // flagpole holds the flags of `cairn apply`.
 type flagpole struct {
@@ -124,52 +122,59 @@ func Apply(ctx context.Context, s *session.Session, objs []manifest.Object) erro
 
 // One applies a single object whose kind and namespace are final: it
 // creates it, or replaces the stored object (keeping its resourceVersion),
-// retrying a few times when another writer wins the race. It returns what
-// it did and the object as stored. Errors are the API's: Invalid with field
-// errors, NotFound for a missing namespace, Forbidden, Conflict after the
-// retries, and an error for an object being deleted.
+// reading and trying again (conflict.RetryIf's pace) when another writer
+// wins the race. It returns what it did and the object as stored. Errors
+// are the API's: Invalid with field errors, NotFound for a missing
+// namespace, Forbidden, Conflict after the retries, and an error for an
+// object being deleted.
 func One(ctx context.Context, c client.Interface, obj *api.Object) (Result, *api.Object, error) {
 	if obj.Name == "" {
 		out, err := c.Create(ctx, obj)
 		return Created, out, err
 	}
-	var err error
-	for range conflictRetries {
-		var cur *api.Object
-		cur, err = c.Get(ctx, obj.Kind, obj.Namespace, obj.Name)
-		if errors.Is(err, api.ErrNotFound) {
-			var out *api.Object
-			out, err = c.Create(ctx, obj)
-			if errors.Is(err, api.ErrAlreadyExists) {
-				continue // created meanwhile: update it
-			}
-			return Created, out, err
-		}
-		if err != nil {
-			return "", nil, err
-		}
-		if cur.Deleting() {
-			return "", nil, fmt.Errorf("it is being deleted; wait until it is gone "+
-				"(cairn wait %s %s --for delete) and apply again", obj.Kind, obj.Name)
-		}
-		want := merge(obj, cur)
-		if same(want, cur) {
-			return Unchanged, cur, nil
-		}
-		var out *api.Object
-		out, err = c.Update(ctx, want)
-		if errors.Is(err, api.ErrConflict) {
-			continue
-		}
-		if err != nil {
-			return "", nil, err
-		}
-		if same(out, cur) {
-			return Unchanged, out, nil
-		}
-		return Configured, out, nil
+	var res Result
+	var out *api.Object
+	lostRace := func(err error) bool {
+		// AlreadyExists: created meanwhile, so update it.
+		return conflict.Is(err) || errors.Is(err, api.ErrAlreadyExists)
 	}
-	return "", nil, err
+	err := conflict.RetryIf(ctx, lostRace, func() (err error) {
+		res, out, err = once(ctx, c, obj)
+		return err
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return res, out, nil
+}
+
+// once is one attempt of One: it reads the stored object and creates or
+// replaces it. It returns the API's errors as they are.
+func once(ctx context.Context, c client.Interface, obj *api.Object) (Result, *api.Object, error) {
+	cur, err := c.Get(ctx, obj.Kind, obj.Namespace, obj.Name)
+	if errors.Is(err, api.ErrNotFound) {
+		out, err := c.Create(ctx, obj)
+		return Created, out, err
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	if cur.Deleting() {
+		return "", nil, fmt.Errorf("it is being deleted; wait until it is gone "+
+			"(cairn wait %s %s --for delete) and apply again", obj.Kind, obj.Name)
+	}
+	want := merge(obj, cur)
+	if same(want, cur) {
+		return Unchanged, cur, nil
+	}
+	out, err := c.Update(ctx, want)
+	if err != nil {
+		return "", nil, err
+	}
+	if same(out, cur) {
+		return Unchanged, out, nil
+	}
+	return Configured, out, nil
 }
 
 // merge builds the replacement of cur from the manifest's desired object.

@@ -65,9 +65,7 @@ func start(t *testing.T, httpc *http.Client) *env {
 	t.Helper()
 	kc := kubetest.Start(t)
 	e := &env{Env: deploytest.Start(t, deploytest.Options{}), kube: kc, cs: kc.Clientset(), log: &syncBuffer{}}
-	e.Create(testkit.Secret(deploytest.NS, "kubeconfig", map[string]string{"kubeconfig": string(kc.Kubeconfig())}))
-	e.Create(deploytest.Object(api.KindTarget, "cluster", &api.Target{Spec: api.TargetSpec{
-		Type: api.TargetTypeKubernetesCluster, Config: json.RawMessage(`{"kubeconfig":{"secretRef":{"name":"kubeconfig"}}}`)}}))
+	kc.CreateTarget(e.Ctx(), e.C, deploytest.NS, "cluster", "kubeconfig")
 	logger := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	m, err := manager.New(manager.Options{Client: e.C, Logger: logger, Traces: e.Traces, Controllers: []manager.Controller{
 		{Name: "execution", Setup: func(tm *manager.Term) error { return execution.Setup(tm, execution.Options{}) }},

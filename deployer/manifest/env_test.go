@@ -35,9 +35,7 @@ func start(t *testing.T) *env {
 	opts := manifest.Options{Poll: 200 * time.Millisecond}
 	e := deploytest.Start(t, deploytest.Options{}, manager.Controller{Name: "deployer-manifest",
 		Setup: func(tm *manager.Term) error { return manifest.Setup(tm, opts) }})
-	e.Create(testkit.Secret(deploytest.NS, "kc", map[string]string{"kubeconfig": string(kc.Kubeconfig())}))
-	e.Create(testkit.Object(api.KindTarget, deploytest.NS, "cluster", testkit.Spec(
-		`{"type":"kubernetes-cluster","config":{"kubeconfig":{"secretRef":{"name":"kc"}}}}`)))
+	kc.CreateTarget(e.Ctx(), e.C, deploytest.NS, "cluster", "kc")
 	return &env{Env: e, kc: kc, k: kc.Clientset()}
 }
 

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"time"
 
+	"cairn.dev/cairn/conflict"
 	"cairn.dev/cairn/runtime"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,14 +77,18 @@ func (r *Runtime) readTail(rc io.ReadCloser) []byte {
 // record writes st, log and the container's termination message
 // (result, when any) on the unit's Secret (named name) unless it holds a
 // final state already, and drops the files and environment the ended pod
-// no longer needs. Errors: the API's (a Secret that is gone is not one).
+// no longer needs. It reads the Secret again and retries on a Conflict
+// (conflict.RetryIf). Errors: the API's (a Secret that is gone is not
+// one).
 func (r *Runtime) record(ctx context.Context, name string, st runtime.State, log, result []byte) error {
 	secrets := r.cs.CoreV1().Secrets(r.opts.Namespace)
 	sec, err := r.secrets.Get(name)
-	for attempt := 0; ; attempt++ {
-		if err != nil || attempt > 0 {
+	first := err == nil
+	return conflict.RetryIf(ctx, apierrors.IsConflict, func() error {
+		if !first {
 			sec, err = secrets.Get(ctx, name, metav1.GetOptions{})
 		}
+		first = false
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -99,15 +104,12 @@ func (r *Runtime) record(ctx context.Context, name string, st runtime.State, log
 		if len(result) > 0 {
 			s.Data[resultKey] = result
 		}
-		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
-		if err == nil {
-			r.log.Info("unit ended", "id", s.Annotations[AnnotationID], "phase", st.Phase, "exitCode", st.ExitCode, "reason", st.Reason)
-			return nil
-		}
-		if !apierrors.IsConflict(err) || attempt >= 5 {
+		if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 			return apiErr("record the end of "+s.Annotations[AnnotationID], err)
 		}
-	}
+		r.log.Info("unit ended", "id", s.Annotations[AnnotationID], "phase", st.Phase, "exitCode", st.ExitCode, "reason", st.Reason)
+		return nil
+	})
 }
 
 // logCollector is a log followed while a pod is deleted.

@@ -79,22 +79,7 @@ func TestEvents_AJobFailsWithItsCodeAndTheWorkerLogOutlivesItsPod(t *testing.T) 
 			return 3
 		}
 		e.k.SetLog(ns, pod.Name, "worker says hello\n")
-		cfg := d.ClientConfig()
-		cfg.Token = unitEnv(ctx, e.cs, pod, "CAIRN_TOKEN")
-		wc, _ := client.NewHTTP(cfg)
-		body, _ := json.Marshal(map[string]any{"name": "build", "spec": api.WorkerSpec{Command: []string{"/bin/sh"}, Image: "example.com/build:1"}})
-		if _, err := wc.Action(ctx, client.ActionRequest{Kind: api.KindEvent, Namespace: "default", Name: "push-1", Action: "jobs", Body: body}); err != nil {
-			t.Errorf("create job: %v", err)
-			return 1
-		}
-		for ctx.Err() == nil {
-			ev, err := client.For[*api.Event](wc).Get(ctx, "default", "push-1")
-			if err == nil && len(ev.Status.Jobs) == 1 && ev.Status.Jobs[0].Phase == api.PhaseFailed {
-				return 0
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		return 1
+		return e.playWorker(ctx, t, d, pod, api.PhaseFailed, "build")
 	})
 	createEvent(t, e, c, "push-1")
 	ev := waitEvent(t, e, c, "push-1", "the worker to succeed", func(ev *api.Event) bool { return ev.Status.Worker.Phase == api.PhaseSucceeded })
@@ -192,22 +177,7 @@ func TestEvents_AWorkerSharesItsWorkspaceClaimWithItsJobsAndItGoesWithTheWorker(
 		if unitEnv(ctx, e.cs, pod, "CAIRN_JOB") != "" {
 			return 0
 		}
-		cfg := d.ClientConfig()
-		cfg.Token = unitEnv(ctx, e.cs, pod, "CAIRN_TOKEN")
-		wc, _ := client.NewHTTP(cfg)
-		body, _ := json.Marshal(map[string]any{"name": "build", "spec": api.WorkerSpec{Command: []string{"/bin/sh"}, Image: "example.com/build:1"}})
-		if _, err := wc.Action(ctx, client.ActionRequest{Kind: api.KindEvent, Namespace: "default", Name: "push-1", Action: "jobs", Body: body}); err != nil {
-			t.Errorf("create job: %v", err)
-			return 1
-		}
-		for ctx.Err() == nil {
-			ev, err := client.For[*api.Event](wc).Get(ctx, "default", "push-1")
-			if err == nil && len(ev.Status.Jobs) == 1 && ev.Status.Jobs[0].Phase == api.PhaseSucceeded {
-				return 0
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		return 1
+		return e.playWorker(ctx, t, d, pod, api.PhaseSucceeded, "build")
 	})
 	uid := createEvent(t, e, c, "push-1")
 	claim := rtkube.Name("ws-" + uid)

@@ -1,4 +1,4 @@
-package leader_test
+package etcdelection_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"cairn.dev/cairn/etcdelection"
 	"cairn.dev/cairn/internal/testkit"
-	"cairn.dev/cairn/leader"
 	"cairn.dev/cairn/store/storetest"
 )
 
@@ -26,7 +26,7 @@ func TestRun_ExactlyOneLeadsAndTheOtherTakesOver(t *testing.T) {
 		ctxs[i], dones[i] = cancel, make(chan struct{})
 		go func() {
 			defer close(dones[i])
-			_ = leader.Run(ctx, s.Client(), leader.Options{Name: "test", Identity: []string{"a", "b"}[i], TTL: 2 * time.Second},
+			_ = etcdelection.Run(ctx, s.Client(), etcdelection.Options{Name: "test", Identity: []string{"a", "b"}[i], TTL: 2 * time.Second},
 				func(lctx context.Context) {
 					n := leading.Add(1)
 					for {
@@ -49,7 +49,7 @@ func TestRun_ExactlyOneLeadsAndTheOtherTakesOver(t *testing.T) {
 		}
 	})
 	first := waitLeader(t, &leaders)
-	id, err := leader.Current(context.Background(), s.Client(), "test")
+	id, err := etcdelection.Current(context.Background(), s.Client(), "test")
 	if err != nil || id != []string{"a", "b"}[first] {
 		t.Fatalf("current leader %q (err %v), want %d", id, err, first)
 	}
@@ -88,7 +88,7 @@ func waitLeader(t *testing.T, leaders *[2]atomic.Bool) int {
 func TestRun_CampaignEndingOnAnExpiredLeaseDoesNotLead(t *testing.T) {
 	s, _ := storetest.Start(t)
 	cli := s.Client()
-	prefix := leader.Prefix + "expired/"
+	prefix := etcdelection.Prefix + "expired/"
 	var bad, leads atomic.Int32
 	check := func(who string) func(context.Context) {
 		return func(lctx context.Context) {
@@ -109,7 +109,7 @@ func TestRun_CampaignEndingOnAnExpiredLeaseDoesNotLead(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_ = leader.Run(ctx, cli, leader.Options{Name: "expired", Identity: who, TTL: 2 * time.Second}, check(who))
+			_ = etcdelection.Run(ctx, cli, etcdelection.Options{Name: "expired", Identity: who, TTL: 2 * time.Second}, check(who))
 		}()
 		stop = func() { cancel(); <-done }
 		t.Cleanup(stop)

@@ -1,8 +1,12 @@
-// Package leader runs work in exactly one of several cairn processes at a
-// time, elected through an etcd lease (clientv3/concurrency). When the
+// Package etcdelection runs work in exactly one of several cairn processes
+// at a time, elected through an etcd lease (clientv3/concurrency), below
+// the API: the store's compaction, which only API servers run. When the
 // leader stops it resigns and another process takes over at once; when it
 // dies, its lease expires after the TTL and another takes over then.
-package leader
+//
+// It is not how controllers are elected: they hold the API's Lease object
+// (package lease), so that a controller process needs no etcd access.
+package etcdelection
 
 import (
 	"context"
