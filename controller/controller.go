@@ -250,7 +250,7 @@ func outcome(ctx context.Context, res Result, err error, panicked any) string {
 	case panicked != nil:
 		return fmt.Sprintf("panicked: %v", panicked)
 	case err == nil && res.RequeueAfter > 0:
-		return "requeue in " + res.RequeueAfter.String()
+		return "requeue in " + trace.Round(res.RequeueAfter).String()
 	case err == nil:
 		return "done"
 	case ctx.Err() != nil:

@@ -200,3 +200,17 @@ func clip(s string) string {
 	}
 	return s[:cut] + mark
 }
+
+// Round rounds d for people, as trace messages show durations: to 10ms
+// from a second on ("4m59.99s", not "4m59.999999123s"), to the
+// millisecond under a second, to the microsecond under a millisecond.
+func Round(d time.Duration) time.Duration {
+	switch a := d.Abs(); {
+	case a >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case a >= time.Millisecond:
+		return d.Round(time.Millisecond)
+	default:
+		return d.Round(time.Microsecond)
+	}
+}

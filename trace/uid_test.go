@@ -58,3 +58,22 @@ func TestTraceOf_KeepsOnlyTheIncarnationAsked(t *testing.T) {
 		t.Error("Of modified the trace")
 	}
 }
+
+func TestRound_DurationsForPeople(t *testing.T) {
+	cases := []struct {
+		in   time.Duration
+		want string
+	}{
+		{4*time.Minute + 59*time.Second + 999999123*time.Nanosecond, "5m0s"},
+		{4*time.Minute + 59*time.Second + 990001234*time.Nanosecond, "4m59.99s"},
+		{1234567890 * time.Nanosecond, "1.23s"},
+		{12345678 * time.Nanosecond, "12ms"},
+		{123456 * time.Nanosecond, "123µs"},
+		{-1500 * time.Millisecond, "-1.5s"},
+	}
+	for _, c := range cases {
+		if got := trace.Round(c.in).String(); got != c.want {
+			t.Errorf("Round(%v) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
