@@ -101,6 +101,20 @@ func slicesContains(s []string, v string) bool {
 // whole cairn server (its garbage collector deletes the namespace's
 // objects), and checks what each command did.
 func TestKubectl_ReadmeTour(t *testing.T) {
+	// The commands below are the README's, in its order (the README's
+	// watch and edit need a terminal: the test gives them a timeout and
+	// an editor).
+	cmds, err := readmeCommands("../README.md", "kubectl ", []string{"Tour: kubectl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var verbs []string
+	for _, c := range cmds {
+		verbs = append(verbs, c.args[0])
+	}
+	if want := "api-resources apply get get label patch edit diff apply explain delete"; strings.Join(verbs, " ") != want {
+		t.Fatalf("the README's kubectl tour is %q, this test plays %q: update one or the other", strings.Join(verbs, " "), want)
+	}
 	c := startDaemon(t)
 	secret := func() map[string]any { return get(t, c, "secrets", "demo", "db-credentials").Object }
 
