@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func TestCairn_ReadmeTour(t *testing.T) {
 	d, c := clitest.StartDaemon(t, daemon.Options{Controllers: controllers.List(controllers.Config{}), LeaderTTL: time.Second})
 	var watches []<-chan clitest.Result
 	for _, c := range cmds {
-		if slicesContains(c.args, "-w") {
+		if slices.Contains(c.args, "-w") {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			done := make(chan clitest.Result, 1)
 			go func() {
@@ -86,15 +87,6 @@ func TestReadme_CurlWatchPrintsEventsAsTheyCome(t *testing.T) {
 			t.Errorf("README line %d: the watch's curl lacks -N: %s", i, lines[i-1])
 		}
 	}
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // TestKubectl_ReadmeTour runs the README's kubectl tour as written, on a

@@ -47,9 +47,8 @@ func (sel selection) apply(recs []api.TraceReconcile) (kept []api.TraceReconcile
 // follow prints, every followInterval until ctx is done, the reconciles
 // of ref that sel keeps and that ended after since (the end of the last
 // one printed). It blocks until ctx is done and then returns nil; a read
-// that fails is tried again at the next interval, unless the object and
-// its trace are gone for good (the error is returned), and write errors
-// are returned.
+// that fails is tried again at the next interval; write errors are
+// returned.
 func follow(ctx context.Context, w io.Writer, c client.Interface, ref api.ObjectReference, sel selection, since time.Time) error {
 	sel.last = 0
 	tick := time.NewTicker(followInterval)
