@@ -30,6 +30,26 @@ type Trace struct {
 	Reconciles []TraceReconcile `json:"reconciles"`
 }
 
+// Of returns the trace of the incarnation of the object with uid uid,
+// created at created: its reconciles that recorded uid, and those that
+// recorded no uid but started after created. The reconciles of a
+// predecessor of the same name (another uid, or none and older) are left
+// out. An empty uid (the object is gone) keeps every reconcile. t is not
+// modified.
+func (t *Trace) Of(uid string, created time.Time) *Trace {
+	out := *t
+	if uid == "" {
+		return &out
+	}
+	out.Reconciles = make([]TraceReconcile, 0, len(t.Reconciles))
+	for _, r := range t.Reconciles {
+		if r.UID == uid || (r.UID == "" && !r.Start.Before(created)) {
+			out.Reconciles = append(out.Reconciles, r)
+		}
+	}
+	return &out
+}
+
 // ObjectReference names one object by kind, namespace and name; Namespace
 // is empty for cluster-scoped kinds.
 type ObjectReference struct {
@@ -48,7 +68,11 @@ type TraceReconcile struct {
 	Controller string `json:"controller"`
 	// Key is the work queue key reconciled ("ns/name", or whatever the
 	// controller keys its queue by, such as a uid).
-	Key   string    `json:"key"`
+	Key string `json:"key"`
+	// UID is the uid of the object the reconcile was about, when the
+	// controller knew it: a re-created object (same name, new uid) does
+	// not inherit its predecessor's reconciles (see Trace.Of).
+	UID   string    `json:"uid,omitempty"`
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
 	// Steps are the steps recorded, in order.

@@ -53,6 +53,11 @@ type Options struct {
 	// ("ns/name", or "name" for cluster-scoped kinds). Empty: such traces
 	// are dropped. It suits controllers keyed by api.Key of one kind.
 	TraceKind string
+	// TraceUID, when set, gives the uid of the object a trace is filed
+	// under (its cache's, "" when unknown) for reconciles whose
+	// reconciler did not record one with trace.UID, so that a re-created
+	// object does not inherit its predecessor's trace. It must not block.
+	TraceUID func(ref api.ObjectReference) string
 }
 
 // Controller feeds keys from a work queue to a Reconciler. Create it with
@@ -67,6 +72,7 @@ type Controller struct {
 	m       *metrics // nil without Options.Metrics
 	traces  *trace.Store
 	kind    string // Options.TraceKind
+	uidOf   func(api.ObjectReference) string
 	started atomic.Bool
 }
 
@@ -97,6 +103,7 @@ func New(name string, r Reconciler, opts Options) *Controller {
 		log:     opts.Logger.With("controller", name),
 		traces:  opts.Traces,
 		kind:    opts.TraceKind,
+		uidOf:   opts.TraceUID,
 	}
 	cfg := workqueue.TypedRateLimitingQueueConfig[string]{}
 	if opts.Metrics != nil {
@@ -229,6 +236,9 @@ func (c *Controller) fileTrace(rec *trace.Recorder, key, outcome string, err err
 		ref = api.ObjectReference{Kind: c.kind}
 		ref.Namespace, ref.Name = api.SplitKey(key)
 	}
+	if r.UID == "" && c.uidOf != nil {
+		r.UID = c.uidOf(ref)
+	}
 	c.traces.Add(ref, r)
 }
 
@@ -240,7 +250,7 @@ func outcome(ctx context.Context, res Result, err error, panicked any) string {
 	case panicked != nil:
 		return fmt.Sprintf("panicked: %v", panicked)
 	case err == nil && res.RequeueAfter > 0:
-		return "requeue in " + res.RequeueAfter.String()
+		return "requeue in " + trace.Round(res.RequeueAfter).String()
 	case err == nil:
 		return "done"
 	case ctx.Err() != nil:

@@ -58,7 +58,7 @@ func TestController_TracesEveryReconcileWithItsOutcome(t *testing.T) {
 			trace.Exit(ctx, "nothing to do")
 			return controller.Result{}, nil
 		case name == "requeue":
-			return controller.Result{RequeueAfter: time.Hour}, nil
+			return controller.Result{RequeueAfter: 4*time.Minute + 59*time.Second + 990001234*time.Nanosecond}, nil // shown as people read it
 		case name == "fails-once" && n == 1:
 			return controller.Result{}, errors.New("store unavailable")
 		case name == "terminal":
@@ -81,7 +81,7 @@ func TestController_TracesEveryReconcileWithItsOutcome(t *testing.T) {
 		errs    []string
 	}{
 		{"done", []string{"done"}, []string{""}},
-		{"requeue", []string{"requeue in 1h0m0s"}, []string{""}},
+		{"requeue", []string{"requeue in 4m59.99s"}, []string{""}},
 		{"fails-once", []string{"failed: store unavailable", "done"}, []string{"store unavailable", ""}},
 		{"terminal", []string{"failed, not retried: spec.image is empty"}, []string{"spec.image is empty"}},
 		{"panics-once", []string{"panicked: nil map", "done"}, []string{`controller: secrets: reconcile of "ns/panics-once" panicked: nil map`, ""}},

@@ -433,6 +433,7 @@ func (c *Collector) reconcile(ctx context.Context, uid string) (controller.Resul
 		return controller.Result{}, nil
 	}
 	trace.Object(ctx, w.self.Kind, w.self.Namespace, w.self.Name)
+	trace.UID(ctx, uid)
 	if w.d.Cycle != nil {
 		trace.Action(ctx, "report the ownership cycle %s", w.d.Report)
 		if err := c.reportCycle(ctx, w.self, w.d.Report); err != nil {

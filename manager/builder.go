@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 
+	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/controller"
 	"cairn.dev/cairn/informer"
 )
@@ -215,12 +216,27 @@ func (b *Builder) Build(r controller.Reconciler) (*controller.Controller, error)
 		}
 	}
 	b.opts.Logger, b.opts.Metrics, b.opts.Traces = b.t.Logger, b.t.Metrics, b.t.Traces
+	if b.opts.TraceUID == nil {
+		b.opts.TraceUID = b.cachedUID
+	}
 	c := controller.New(b.name, r, b.opts)
 	for _, w := range b.watches {
 		b.t.Informers.For(w.kind).AddEventHandler(w.handler(c))
 	}
 	b.t.Add(b.name, RunnableFunc(func(ctx context.Context) error { return b.run(ctx, c) }))
 	return c, nil
+}
+
+// cachedUID is the uid of the object ref in the cache of its kind, when
+// the controller reads that kind; "" otherwise (controller.Options.TraceUID).
+func (b *Builder) cachedUID(ref api.ObjectReference) string {
+	if !slices.Contains(b.reads, ref.Kind) {
+		return ""
+	}
+	if o, ok := b.t.Informers.For(ref.Kind).Get(ref.Namespace, ref.Name); ok {
+		return o.UID
+	}
+	return ""
 }
 
 // Complete is Build for a family that needs nothing of the controller

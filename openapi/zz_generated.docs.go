@@ -261,6 +261,7 @@ var apiDocs = &docgen.Docs{
 		"TraceReconcile.Result":                  "Result says how the reconcile ended, for people: \"done\", \"requeue in 5s\", \"failed: <error>\", \"panicked: <value>\".",
 		"TraceReconcile.Steps":                   "Steps are the steps recorded, in order.",
 		"TraceReconcile.Truncated":               "Truncated counts the steps dropped because the reconcile recorded more than a trace keeps.",
+		"TraceReconcile.UID":                     "UID is the uid of the object the reconcile was about, when the controller knew it: a re-created object (same name, new uid) does not inherit its predecessor's reconciles (see Trace.Of).",
 		"TraceStep.Message":                      "Message says what was checked, decided or done, naming objects and fields but never secret values.",
 		"WorkerSpec.Command":                     "Command is the argv run by the local runtime.",
 		"WorkerSpec.Image":                       "Image is used by a cluster runtime.",

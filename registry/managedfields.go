@@ -25,13 +25,14 @@ import (
 // structured-merge-diff), against schemas derived from the kinds' Go types
 // (package openapi).
 //
-// Tracking managed fields costs a structured merge per write, so cairn
-// tracks them for the objects whose writers ask for it: an object gets
-// managedFields when a write names a field manager (kubectl always does;
-// cairn's own clients and controllers do not) or is an apply, and from
-// then on every write to it is recorded (by its field manager, or the
-// caller's name). Objects nobody applied or wrote with a field manager
-// carry none, and their writes cost nothing more.
+// Every write records managed fields, as kube-apiserver does: a create
+// makes its writer (its field manager, or else the caller's name) the
+// owner of every field it set, and each later write the owner of what it
+// changed, so that a server-side apply after other writers (cairn apply,
+// kubectl apply, kubectl label) removes only the fields its manager set.
+// An object stored before managed fields were recorded on every create
+// carries none; as in Kubernetes, its updates record none until its first
+// server-side apply, which gives what it holds to "before-first-apply".
 
 // schemas holds the documents and field managers, built on first use.
 type schemas struct {
@@ -104,25 +105,11 @@ func subresourceOf(op Operation) string {
 	return ""
 }
 
-// tracked reports whether a write by manager (the request's field manager,
-// "" when it named none) to old (nil for a create) records managed
-// fields: when it names one, or old has them.
-func tracked(old *api.Object, manager string) bool {
-	return manager != "" || (old != nil && len(old.ManagedFields) > 0)
-}
-
-// recordUpdate records in obj's managed fields that manager wrote obj over
-// old (nil for a create), when the write is tracked; an untracked write
-// keeps old's (none). Managed fields obj carries replace old's, as
-// Kubernetes allows (an empty entry resets them).
+// recordUpdate records in obj's managed fields that manager (the
+// request's field manager; the caller's name when it named none) wrote
+// obj over old (nil for a create). Managed fields obj carries replace
+// old's, as Kubernetes allows (an empty entry resets them).
 func (r *Registry) recordUpdate(k *Kind, op Operation, old, obj *api.Object, manager, caller string) (*api.Object, error) {
-	if !tracked(old, manager) {
-		obj.ManagedFields = nil
-		if old != nil {
-			obj.ManagedFields = old.ManagedFields
-		}
-		return obj, nil
-	}
 	if manager == "" {
 		manager = caller
 	}

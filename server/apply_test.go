@@ -90,13 +90,15 @@ func TestApply_BadRequests(t *testing.T) {
 	c.do("GET", obj, nil).expect(t, http.StatusNotFound)
 }
 
-func TestApply_UntrackedWritesCarryNoManagedFields(t *testing.T) {
+// TestApply_EveryWriteRecordsManagedFields: as kube-apiserver, a create
+// that names no field manager is recorded under the caller's name.
+func TestApply_EveryWriteRecordsManagedFields(t *testing.T) {
 	s := servertest.Start(t)
 	c := newClient(t, s)
 	cfg := "{\"apiVersion\":\"cairn.dev/v1alpha1\",\"kind\":\"Target\",\"metadata\":{\"name\":\"plain\"},\"spec\":{\"type\":\"ssh\"}}"
 	o := c.do("POST", nsPath("default", "targets"), cfg).expect(t, http.StatusCreated).object(t)
-	if len(o.ManagedFields) != 0 {
-		t.Fatalf("a create without a field manager got managed fields: %v", managers(o))
+	if got := managers(o); !slices.Equal(got, []string{"admin:Update"}) {
+		t.Fatalf("a create without a field manager: managed fields %v, want the caller's update", got)
 	}
 	o = c.do("POST", nsPath("default", "targets")+"?fieldManager=kubectl-create",
 		strings.Replace(cfg, "plain", "tracked", 1)).expect(t, http.StatusCreated).object(t)

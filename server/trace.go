@@ -40,14 +40,15 @@ type TraceSource interface {
 }
 
 // serveTrace answers GET .../{plural}/{name}/trace: the steps the
-// controllers took in the last reconciles of the object. Whoever may read
+// controllers took in the last reconciles of the object, of this object
+// only when one of its name existed before (api.Trace.Of). Whoever may read
 // the object may read its trace. The traces are served from this process
 // when it leads the controllers, else the request is forwarded to the
 // leader, a verified cairn peer, for the caller (peer.go); the caller's
 // bearer token is never sent on.
 func (s *Server) serveTrace(w *statusWriter, r *http.Request, rt *route) {
 	ctx := r.Context()
-	_, err := s.reg.Get(ctx, rt.kind.Kind, rt.ns, rt.name)
+	obj, err := s.reg.Get(ctx, rt.kind.Kind, rt.ns, rt.name)
 	gone := errors.Is(err, api.ErrNotFound)
 	if err != nil && !gone {
 		s.writeError(w, r, err)
@@ -65,6 +66,10 @@ func (s *Server) serveTrace(w *statusWriter, r *http.Request, rt *route) {
 		}
 		if tr == nil {
 			tr = api.NewTrace(api.ObjectReference{Kind: rt.kind.Kind, Namespace: rt.ns, Name: rt.name})
+		}
+		if obj != nil {
+			// A predecessor of the same name is another object.
+			tr = tr.Of(obj.UID, obj.CreationTimestamp)
 		}
 		s.writeJSON(w, r, http.StatusOK, tr)
 		return

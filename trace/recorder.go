@@ -48,6 +48,7 @@ type Recorder struct {
 
 	mu        sync.Mutex
 	ref       api.ObjectReference
+	uid       string
 	named     bool
 	steps     []api.TraceStep
 	truncated int
@@ -93,6 +94,21 @@ func Object(ctx context.Context, kind, ns, name string) {
 		defer r.mu.Unlock()
 		if !r.finished {
 			r.ref, r.named = api.ObjectReference{Kind: kind, Namespace: ns, Name: name}, true
+		}
+	}
+}
+
+// UID records the uid of the object the reconcile is about, so that its
+// trace is not shown for a later object of the same name (see
+// api.Trace.Of). Controllers built with a For kind find it in their cache
+// when the reconciler does not call it; a reconciler keyed by uid, or that
+// may delete its object, calls it. The last call wins.
+func UID(ctx context.Context, uid string) {
+	if r := From(ctx); r != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if !r.finished {
+			r.uid = uid
 		}
 	}
 }
@@ -158,6 +174,7 @@ func (r *Recorder) Finish(result string, err error) (ref api.ObjectReference, re
 	rec = api.TraceReconcile{
 		Controller: r.controller,
 		Key:        r.key,
+		UID:        r.uid,
 		Start:      r.start,
 		End:        end,
 		Steps:      slices.Clone(r.steps),
@@ -182,4 +199,18 @@ func clip(s string) string {
 		cut--
 	}
 	return s[:cut] + mark
+}
+
+// Round rounds d for people, as trace messages show durations: to 10ms
+// from a second on ("4m59.99s", not "4m59.999999123s"), to the
+// millisecond under a second, to the microsecond under a millisecond.
+func Round(d time.Duration) time.Duration {
+	switch a := d.Abs(); {
+	case a >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case a >= time.Millisecond:
+		return d.Round(time.Millisecond)
+	default:
+		return d.Round(time.Microsecond)
+	}
 }

@@ -36,6 +36,7 @@ type Store struct {
 // entry is the ring of one object's reconciles, oldest first.
 type entry struct {
 	ref  api.ObjectReference
+	uid  string // of the last reconcile that named one
 	recs []api.TraceReconcile
 }
 
@@ -58,7 +59,9 @@ func NewStore(perObject, maxObjects int) *Store {
 }
 
 // Add files rec under the object ref, dropping that object's oldest
-// reconcile beyond the per-object bound and, when a new object exceeds the
+// reconcile beyond the per-object bound, and every reconcile of a
+// predecessor when rec names another uid than the last one that named
+// one (the object was deleted and created again) and, when a new object exceeds the
 // object bound, the traces of the least recently updated object. The store
 // keeps its own copy of rec's steps.
 func (s *Store) Add(ref api.ObjectReference, rec api.TraceReconcile) {
@@ -67,6 +70,12 @@ func (s *Store) Add(ref api.ObjectReference, rec api.TraceReconcile) {
 	defer s.mu.Unlock()
 	if el, ok := s.objects[ref]; ok {
 		e := el.Value.(*entry)
+		if rec.UID != "" && e.uid != "" && rec.UID != e.uid {
+			e.recs = e.recs[:0]
+		}
+		if rec.UID != "" {
+			e.uid = rec.UID
+		}
 		if len(e.recs) < s.perObject {
 			e.recs = append(e.recs, rec)
 		} else {
@@ -76,7 +85,7 @@ func (s *Store) Add(ref api.ObjectReference, rec api.TraceReconcile) {
 		s.lru.MoveToFront(el)
 		return
 	}
-	e := &entry{ref: ref, recs: make([]api.TraceReconcile, 1, min(s.perObject, 4))}
+	e := &entry{ref: ref, uid: rec.UID, recs: make([]api.TraceReconcile, 1, min(s.perObject, 4))}
 	e.recs[0] = rec
 	s.objects[ref] = s.lru.PushFront(e)
 	for s.lru.Len() > s.maxObjects {

@@ -186,6 +186,9 @@ func merge(desired, cur *api.Object) *api.Object {
 	out.CreationTimestamp = cur.CreationTimestamp
 	out.DeletionTimestamp = cur.DeletionTimestamp
 	out.GenerateName = cur.GenerateName
+	if out.ManagedFields == nil {
+		out.ManagedFields = cur.ManagedFields // the server records them: a manifest names none
+	}
 	if out.Finalizers == nil {
 		out.Finalizers = cur.Finalizers
 	}

@@ -30,7 +30,16 @@ import (
 
 // flagpole holds the flags of `cairn explain`.
 type flagpole struct {
-	Output string
+	Output     string
+	Last       int
+	Controller string
+	Follow     bool
+}
+
+// selection is the reconciles the flags ask for; people (no -o) are not
+// shown the reconciles that recorded nothing.
+func (f *flagpole) selection(format string) selection {
+	return selection{controller: f.Controller, last: f.Last, keepEmpty: format != ""}
 }
 
 // New returns the `explain` command.
@@ -44,7 +53,8 @@ func New(s *session.Session) *cobra.Command {
 			"reconciles of it: ❔ check, 🚪 exit, ↪ sub-flow, ✔️ action, oldest first. Traces live in the\n" +
 			"controllers' memory: they start empty when the controllers restart.",
 		Example: "  cairn explain namespace/demo\n  cairn explain installation preview-42 -n team\n" +
-			"  cairn explain secret/db -o yaml",
+			"  cairn explain secret/db -o yaml\n" +
+			"  cairn explain cleaner/preview-42 -n previews --last 3 --controller cleaner -f",
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, name, err := ParseArgs(args)
@@ -55,6 +65,9 @@ func New(s *session.Session) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&flags.Output, "output", "o", "", "print the trace as json or yaml")
+	cmd.Flags().IntVar(&flags.Last, "last", 0, "show only the last N reconciles (0: every one kept)")
+	cmd.Flags().StringVar(&flags.Controller, "controller", "", "show only the reconciles of this controller (gc, installation, cleaner, ...)")
+	cmd.Flags().BoolVarP(&flags.Follow, "follow", "f", false, "keep printing new reconciles as they happen (Ctrl-C to stop)")
 	return cmd
 }
 
@@ -90,6 +103,12 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, kindName, nam
 	format := strings.ToLower(flags.Output)
 	if format != "" && format != "json" && format != "yaml" {
 		return fmt.Errorf("unknown output format %q: use json or yaml", flags.Output)
+	}
+	if flags.Last < 0 {
+		return fmt.Errorf("--last %d: give a number of reconciles, 1 or more (0 shows every one kept)", flags.Last)
+	}
+	if flags.Follow && format != "" {
+		return fmt.Errorf("--follow prints for people: drop -o %s", flags.Output)
 	}
 	kind, c, err := s.KindClient(ctx, kindName)
 	if err != nil {
@@ -127,9 +146,11 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, kindName, nam
 		return objErr // no such object, and nothing remembered about it
 	}
 	out := s.Streams.Out
+	sel := flags.selection(format)
 	switch format {
 	case "json":
 		var b bytes.Buffer
+		tr.Reconciles, _ = sel.apply(tr.Reconciles)
 		raw, err := json.Marshal(tr)
 		if err == nil {
 			err = json.Indent(&b, raw, "", "    ")
@@ -140,6 +161,7 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, kindName, nam
 		_, err = out.Write(append(printer.EscapeJSON(b.Bytes()), '\n'))
 		return err
 	case "yaml":
+		tr.Reconciles, _ = sel.apply(tr.Reconciles)
 		raw, err := json.Marshal(tr)
 		var y []byte
 		if err == nil {
@@ -151,7 +173,21 @@ func run(ctx context.Context, s *session.Session, flags *flagpole, kindName, nam
 		_, err = out.Write(y)
 		return err
 	}
-	return Write(out, kind, ref, obj, tr, time.Now())
+	if err := write(out, kind, ref, obj, tr, sel, time.Now()); err != nil || !flags.Follow {
+		return err
+	}
+	return follow(ctx, out, c, ref, sel, lastEnd(tr))
+}
+
+// lastEnd is when the last reconcile of tr ended (zero without one).
+func lastEnd(tr *api.Trace) time.Time {
+	var end time.Time
+	for _, r := range tr.Reconciles {
+		if r.End.After(end) {
+			end = r.End
+		}
+	}
+	return end
 }
 
 // Read fetches the trace of the object kind ns/name. A server or object
@@ -181,21 +217,33 @@ func Read(ctx context.Context, c client.Interface, kind, ns, name string) (*api.
 
 // Write prints the explanation of one object for people: the object's own
 // state (obj nil when it no longer exists), then each reconcile of tr,
-// oldest first, with its steps. now is the time ages are measured to. The
+// oldest first, with its steps; reconciles that recorded no step (and no
+// error) are counted, not shown. now is the time ages are measured to. The
 // values of kind's sensitive fields are never printed. It returns write
 // errors.
 func Write(w io.Writer, kind api.KindInfo, ref api.ObjectReference, obj *api.Object, tr *api.Trace, now time.Time) error {
+	return write(w, kind, ref, obj, tr, selection{}, now)
+}
+
+// write is Write of the reconciles sel keeps.
+func write(w io.Writer, kind api.KindInfo, ref api.ObjectReference, obj *api.Object, tr *api.Trace, sel selection, now time.Time) error {
 	var b strings.Builder
 	writeObject(&b, kind, ref, obj, now)
 	b.WriteByte('\n')
 	var recs []api.TraceReconcile
+	var empty int
 	if tr != nil {
-		recs = tr.Reconciles
+		recs, empty = sel.apply(tr.Reconciles)
 	}
-	switch len(recs) {
-	case 0:
+	if empty > 0 {
+		fmt.Fprintf(&b, "(%d reconciles that recorded no step are not shown)\n", empty)
+	}
+	switch n := len(recs); {
+	case n == 0 && empty == 0 && sel.controller == "":
 		fmt.Fprintf(&b, "No controller has reconciled %s since the controllers started.\n", display(ref))
-	case 1:
+	case n == 0:
+		fmt.Fprintf(&b, "No reconcile of %s to show.\n", display(ref))
+	case n == 1:
 		b.WriteString("Last reconcile:\n")
 	default:
 		fmt.Fprintf(&b, "Last %d reconciles, oldest first:\n", len(recs))
@@ -315,8 +363,9 @@ func writeReconcile(b *strings.Builder, ref api.ObjectReference, r api.TraceReco
 		result += " (" + r.Error + ")"
 	}
 	fmt.Fprintf(b, "%s at %s, took %s: %s\n", who, stamp(r.Start, now), took(r.Start, r.End), printer.Escape(result))
-	for _, s := range r.Steps {
-		fmt.Fprintf(b, "  %s %s\n", s.Type.Symbol(), printer.Escape(s.Message))
+	msgs := nameSeedSteps(r.Controller, r.Steps)
+	for i, s := range r.Steps {
+		fmt.Fprintf(b, "  %s %s\n", s.Type.Symbol(), printer.Escape(msgs[i]))
 	}
 	if r.Truncated > 0 {
 		fmt.Fprintf(b, "  … %d more steps not recorded\n", r.Truncated)

@@ -160,12 +160,17 @@ No controller has reconciled namespace/demo since the controllers started.
 		{
 			name: "gone object with a trace",
 			kind: instKind, ref: instRef, obj: nil,
-			tr: &api.Trace{Object: instRef, Reconciles: []api.TraceReconcile{{Controller: "gc", Key: "team/app", Result: "done"}}},
+			tr: &api.Trace{Object: instRef, Reconciles: []api.TraceReconcile{
+				{Controller: "gc", Key: "team/app", Result: "done", Steps: []api.TraceStep{{Type: api.StepAction, Message: "deleted it"}}},
+				{Controller: "installation", Key: "team/app", Result: "done"}, // recorded nothing: not shown
+			}},
 			want: `Installation team/app: not found (deleted, or never created)
 
+(1 reconciles that recorded no step are not shown)
 Last reconcile:
 
 gc at <unknown time>, took ?: done
+  ✔️ deleted it
 `,
 		},
 		{
