@@ -27,6 +27,9 @@ type Source interface {
 	// labels, sorted by name. It fails (wrapping ErrUnresolvable) when
 	// kind cannot be read.
 	Select(kind, ns string, labels map[string]string) ([]*api.Object, error)
+	// LastChange returns the lastChangeTime of o, an object of kind
+	// (LastChangeTime over what the source observed). It never blocks.
+	LastChange(kind string, o *api.Object) time.Time
 }
 
 // Found is one object a target resolved to.
@@ -38,6 +41,8 @@ type Found struct {
 	UID    string
 	// Delete and Evaluated copy the target's flags.
 	Delete, Evaluated bool
+	// Keep: the object carries cairn.dev/keep, so it is never deleted.
+	Keep bool
 }
 
 // Ref is the object's entry in status.resolvedTargets: "Kind/name".
@@ -51,6 +56,11 @@ type Resolution struct {
 	Vars map[string]any
 	// Found lists every object found, in target order.
 	Found []Found
+	// CapacityKind and Capacity are the objects spec.capacity selected
+	// (none without a capacity).
+	CapacityKind string
+	CapacityMax  int
+	Capacity     []CapacityItem
 }
 
 // Resolved returns status.resolvedTargets: the evaluated objects found,
@@ -67,12 +77,26 @@ func (r Resolution) Resolved() []string {
 }
 
 // ToDelete returns the objects of the targets marked delete, in target
-// order, each once.
+// order, each once, but those that carry cairn.dev/keep (Kept lists them).
 func (r Resolution) ToDelete() []Found {
 	var out []Found
 	seen := map[string]bool{}
 	for _, f := range r.Found {
-		if f.Delete && !seen[f.UID] {
+		if f.Delete && !f.Keep && !seen[f.UID] {
+			seen[f.UID] = true
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Kept returns the objects of the targets marked delete that carry
+// cairn.dev/keep, which no Cleaner deletes, in target order, each once.
+func (r Resolution) Kept() []Found {
+	var out []Found
+	seen := map[string]bool{}
+	for _, f := range r.Found {
+		if f.Delete && f.Keep && !seen[f.UID] {
 			seen[f.UID] = true
 			out = append(out, f)
 		}
@@ -105,7 +129,7 @@ func Resolve(c *api.Cleaner, src Source) (Resolution, error) {
 		}
 		for _, o := range objs {
 			res.Found = append(res.Found, Found{Target: t.Name, Kind: ref.Kind, Name: o.Name, UID: o.UID,
-				Delete: t.Delete, Evaluated: t.Evaluated()})
+				Delete: t.Delete, Evaluated: t.Evaluated(), Keep: Kept(o)})
 		}
 		if !t.Evaluated() {
 			continue
@@ -118,6 +142,7 @@ func Resolve(c *api.Cleaner, src Source) (Resolution, error) {
 				if err != nil {
 					return Resolution{}, fmt.Errorf("target %s: %w", t.Name, err)
 				}
+				v[VarLastChangeTime] = src.LastChange(ref.Kind, objs[0])
 				res.Vars[t.Name] = v
 			}
 			continue
@@ -128,11 +153,37 @@ func Resolve(c *api.Cleaner, src Source) (Resolution, error) {
 			if err != nil {
 				return Resolution{}, fmt.Errorf("target %s: %w", t.Name, err)
 			}
+			v[VarLastChangeTime] = src.LastChange(ref.Kind, o)
 			items = append(items, v)
 		}
 		res.Vars[t.Name] = map[string]any{"items": items}
 	}
+	if err := resolveCapacity(c, src, &res); err != nil {
+		return Resolution{}, err
+	}
 	return res, nil
+}
+
+// VarLastChangeTime is the field of each target object's variable that
+// holds its LastChangeTime (a CEL timestamp).
+const VarLastChangeTime = "lastChangeTime"
+
+// resolveCapacity reads the objects c's capacity selects into res.
+func resolveCapacity(c *api.Cleaner, src Source, res *Resolution) error {
+	cp := c.Spec.Capacity
+	if cp == nil {
+		return nil
+	}
+	objs, err := src.Select(cp.Selector.Kind, c.Namespace, cp.Selector.MatchLabels)
+	if err != nil {
+		return fmt.Errorf("capacity (%s selected by %s): %w", cp.Selector.Kind, selectorString(cp.Selector.MatchLabels), err)
+	}
+	res.CapacityKind, res.CapacityMax = cp.Selector.Kind, cp.Max
+	for _, o := range objs {
+		res.Capacity = append(res.Capacity, CapacityItem{Name: o.Name, UID: o.UID, Created: o.CreationTimestamp,
+			Deleting: o.Deleting(), Keep: Kept(o)})
+	}
+	return nil
 }
 
 // Redacted replaces the values of a Secret's data in Value's output.
