@@ -100,6 +100,7 @@ func validateCleaner(c *api.Cleaner, served map[string]bool, compiler *condition
 	if len(c.Spec.Conditions) > maxCleanerConditions {
 		errs = append(errs, field.TooMany(spec.Child("conditions"), len(c.Spec.Conditions), maxCleanerConditions))
 	}
+	errs = append(errs, validateCapacity(spec.Child("capacity"), c.Spec.Capacity, served)...)
 	var vars []string
 	namesOK := true
 	seen := map[string]bool{}
@@ -145,22 +146,40 @@ func validateCleaner(c *api.Cleaner, served map[string]bool, compiler *condition
 	return errs
 }
 
-func validateTargetReference(p *field.Path, r api.TargetReference, served map[string]bool) field.ErrorList {
-	var errs field.ErrorList
-	ns, ok := served[r.Kind]
-	switch {
-	case r.Kind == "":
-		errs = append(errs, field.Required(p.Child("kind"), "a kind the server serves"))
-	case !ok:
-		errs = append(errs, field.NotSupported(p.Child("kind"), r.Kind, namespacedKinds(served)))
-	case !ns:
-		errs = append(errs, field.Invalid(p.Child("kind"), r.Kind,
-			"is cluster-scoped: a Cleaner's targets are objects of its own namespace"))
-	case r.Kind == api.KindCleaner:
-		// Every evaluation writes the Cleaner's status: Cleaners watching
-		// Cleaners would wake each other for ever.
-		errs = append(errs, field.Invalid(p.Child("kind"), r.Kind, "a Cleaner cannot target Cleaners"))
+// maxCleanerCapacity bounds spec.capacity.max.
+const maxCleanerCapacity = 1 << 20
+
+// validateCapacity checks spec.capacity: a max of at least 1, a
+// namespaced served kind (not Cleaner), valid labels, and the one order.
+func validateCapacity(p *field.Path, cp *api.CleanerCapacity, served map[string]bool) field.ErrorList {
+	if cp == nil {
+		return nil
 	}
+	var errs field.ErrorList
+	if cp.Max < 1 || cp.Max > maxCleanerCapacity {
+		errs = append(errs, field.Invalid(p.Child("max"), cp.Max,
+			fmt.Sprintf("must be between 1 and %d: how many matching objects are kept", maxCleanerCapacity)))
+	}
+	if cp.OrderBy != "" && cp.OrderBy != api.CapacityOrderByCreation {
+		errs = append(errs, field.NotSupported(p.Child("orderBy"), cp.OrderBy, []string{api.CapacityOrderByCreation}))
+	}
+	// The kind is checked as a target's is; the selector may be empty
+	// (every object of the kind).
+	sel := p.Child("selector")
+	errs = append(errs, validateTargetKind(sel.Child("kind"), cp.Selector.Kind, served)...)
+	for _, k := range slices.Sorted(maps.Keys(cp.Selector.MatchLabels)) {
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, field.Invalid(sel.Child("matchLabels").Key(k), k, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(cp.Selector.MatchLabels[k]) {
+			errs = append(errs, field.Invalid(sel.Child("matchLabels").Key(k), cp.Selector.MatchLabels[k], msg))
+		}
+	}
+	return errs
+}
+
+func validateTargetReference(p *field.Path, r api.TargetReference, served map[string]bool) field.ErrorList {
+	errs := validateTargetKind(p.Child("kind"), r.Kind, served)
 	switch {
 	case r.Name == "" && len(r.MatchLabels) == 0:
 		errs = append(errs, field.Required(p, "one of name and matchLabels"))
@@ -180,6 +199,25 @@ func validateTargetReference(p *field.Path, r api.TargetReference, served map[st
 		}
 	}
 	return errs
+}
+
+// validateTargetKind checks that kind is a namespaced kind the server
+// serves, not Cleaner.
+func validateTargetKind(p *field.Path, kind string, served map[string]bool) field.ErrorList {
+	ns, ok := served[kind]
+	switch {
+	case kind == "":
+		return field.ErrorList{field.Required(p, "a kind the server serves")}
+	case !ok:
+		return field.ErrorList{field.NotSupported(p, kind, namespacedKinds(served))}
+	case !ns:
+		return field.ErrorList{field.Invalid(p, kind, "is cluster-scoped: a Cleaner's targets are objects of its own namespace")}
+	case kind == api.KindCleaner:
+		// Every evaluation writes the Cleaner's status: Cleaners watching
+		// Cleaners would wake each other for ever.
+		return field.ErrorList{field.Invalid(p, kind, "a Cleaner cannot target Cleaners")}
+	}
+	return nil
 }
 
 func namespacedKinds(served map[string]bool) []string {
