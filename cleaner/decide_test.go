@@ -231,6 +231,10 @@ func TestValue_IsTheObjectsJSON(t *testing.T) {
 	if err := json.Unmarshal(raw, &want); err != nil {
 		t.Fatal(err)
 	}
+	// Whole numbers are int64s, as the schemas type integers.
+	want["metadata"].(map[string]any)["generation"] = int64(3)
+	want["spec"].(map[string]any)["n"] = int64(2)
+	want["spec"].(map[string]any)["list"].([]any)[0] = int64(1)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Value = %v\nwant    %v", got, want)
 	}

@@ -1,6 +1,7 @@
 package cleaner
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,7 +191,8 @@ func resolveCapacity(c *api.Cleaner, src Source, res *Resolution) error {
 const Redacted = "<redacted>"
 
 // Value turns an object of kind into the value its CEL variable holds: its JSON
-// as maps, lists, strings, float64 numbers and booleans. The values of a
+// as maps, lists, strings, numbers (an int64 for a whole number that fits,
+// as the schemas type integers; a float64 otherwise) and booleans. The values of a
 // Secret's data are replaced by Redacted (its keys stay): conditions may
 // test which keys a Secret has, never what they hold, so no evaluation
 // error or trace can carry a secret value.
@@ -207,8 +209,8 @@ func Value(kind string, o *api.Object) (map[string]any, error) {
 		if len(raw) == 0 {
 			continue
 		}
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
+		v, err := decodeValue(raw)
+		if err != nil {
 			return nil, fmt.Errorf("decode %s of %s %s: %w", k, o.Kind, o.Name, err)
 		}
 		if v != nil {
@@ -227,6 +229,39 @@ func Value(kind string, o *api.Object) (map[string]any, error) {
 	return m, nil
 }
 
+// decodeValue decodes JSON as json.Unmarshal into an any does, but for
+// whole numbers, which are int64s (when they fit).
+func decodeValue(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return numbers(v), nil
+}
+
+// numbers replaces the json.Numbers of v (in place) by int64 or float64.
+func numbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = numbers(e)
+		}
+	}
+	return v
+}
+
 // metaValue is the metadata as its JSON decodes (what json.Unmarshal of
 // the encoded ObjectMeta into an any gives), built without encoding it: the
 // evaluation path's largest cost otherwise.
@@ -243,7 +278,7 @@ func metaValue(md *api.ObjectMeta) map[string]any {
 	str("uid", md.UID)
 	str("resourceVersion", md.ResourceVersion)
 	if md.Generation != 0 {
-		m["generation"] = float64(md.Generation)
+		m["generation"] = md.Generation
 	}
 	if !md.CreationTimestamp.IsZero() {
 		m["creationTimestamp"] = md.CreationTimestamp.Format(time.RFC3339Nano)

@@ -15,6 +15,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cleaner/condition"
+	"cairn.dev/cairn/openapi"
 	"cairn.dev/cairn/registry"
 )
 
@@ -54,6 +55,15 @@ func Cleaner(d Deps) registry.Kind {
 		})
 		return namespaced
 	}
+	var (
+		schemasOnce sync.Once
+		schemas     *condition.Schemas
+		schemasErr  error
+	)
+	typed := func() (*condition.Schemas, error) {
+		schemasOnce.Do(func() { schemas, schemasErr = kindSchemas(All(d)) })
+		return schemas, schemasErr
+	}
 	return registry.Define(registry.Spec[*api.Cleaner]{
 		Kind: api.KindCleaner, Namespaced: true, ShortNames: []string{"cln"}, Fields: []string{"spec", "status"},
 		Columns: []api.Column{
@@ -66,7 +76,11 @@ func Cleaner(d Deps) registry.Kind {
 		},
 		Default: defaultCleaner,
 		Validate: func(_ context.Context, _ *registry.Admission, c *api.Cleaner) field.ErrorList {
-			return validateCleaner(c, served(), compiler)
+			errs := validateCleaner(c, served(), compiler)
+			if len(errs) > 0 {
+				return errs
+			}
+			return typeCheckCleaner(c, typed)
 		},
 		Acts: actsOfCleaner,
 	})
@@ -174,6 +188,53 @@ func validateCapacity(p *field.Path, cp *api.CleanerCapacity, served map[string]
 		for _, msg := range validation.IsValidLabelValue(cp.Selector.MatchLabels[k]) {
 			errs = append(errs, field.Invalid(sel.Child("matchLabels").Key(k), cp.Selector.MatchLabels[k], msg))
 		}
+	}
+	return errs
+}
+
+// kindSchemas are the OpenAPI definitions of ks, which a Cleaner's
+// conditions are type-checked against.
+func kindSchemas(ks []registry.Kind) (*condition.Schemas, error) {
+	rs := make([]openapi.Resource, 0, len(ks))
+	for _, k := range ks {
+		rs = append(rs, openapi.Resource{Info: k.KindInfo, Type: k.GoType})
+	}
+	s, err := openapi.Build(rs)
+	if err != nil {
+		return nil, fmt.Errorf("kinds: the schemas of Cleaner targets: %w", err)
+	}
+	return &condition.Schemas{Defs: s.Definitions(), DefName: openapi.DefinitionName}, nil
+}
+
+// typeCheckCleaner type-checks c's conditions (which compile) against the
+// schemas of its targets' kinds (typed gives them): a 422 names each
+// condition that does not, with the operator and the types.
+func typeCheckCleaner(c *api.Cleaner, typed func() (*condition.Schemas, error)) field.ErrorList {
+	if len(c.Spec.Conditions) == 0 {
+		return nil
+	}
+	path := field.NewPath("spec", "conditions")
+	s, err := typed()
+	if err != nil {
+		return field.ErrorList{field.InternalError(path, err)}
+	}
+	var vars []condition.TypedVar
+	for _, t := range c.Spec.Targets {
+		if t.Evaluated() {
+			vars = append(vars, condition.TypedVar{Name: t.Name, Kind: t.Reference.Kind, Selected: t.Reference.Name == ""})
+		}
+	}
+	issues, err := condition.TypeCheck(vars, c.Spec.Conditions, s)
+	if err != nil {
+		return field.ErrorList{field.InternalError(path, err)}
+	}
+	var errs field.ErrorList
+	for _, is := range issues {
+		msg := is.Message
+		if pos := is.Position(); pos != "" {
+			msg = pos + ": " + msg
+		}
+		errs = append(errs, field.Invalid(path.Index(is.Index), clipCondition(c.Spec.Conditions[is.Index]), msg))
 	}
 	return errs
 }

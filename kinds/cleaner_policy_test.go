@@ -21,7 +21,7 @@ func admitCleaners(t *testing.T, cases []cleanerCase) {
 	ctx := context.Background()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			name := strings.ReplaceAll(tc.name, " ", "-")
+			name := strings.ToLower(strings.ReplaceAll(tc.name, " ", "-"))
 			_, err := cleaners.Create(ctx, &api.Cleaner{ObjectMeta: api.ObjectMeta{Name: name, Namespace: "default"}, Spec: tc.spec})
 			if len(tc.invalid) == 0 {
 				if err != nil {
@@ -74,5 +74,29 @@ func TestCleaner_AdmissionChecksDryRunAndCapacity(t *testing.T) {
 		{name: "capacity in another order", spec: api.CleanerSpec{Capacity: &api.CleanerCapacity{Max: 1,
 			Selector: api.CapacitySelector{Kind: api.KindSecret}, OrderBy: "name"}},
 			invalid: []string{"spec.capacity.orderBy", `"name"`, "creationTimestamp"}},
+	})
+}
+
+func TestCleaner_AdmissionTypeChecksConditionsAgainstTheTargetsSchemas(t *testing.T) {
+	pr := api.CleanerTarget{Name: "pr", Reference: api.TargetReference{Kind: api.KindInstallation, Name: "preview-1"}}
+	sel := api.CleanerTarget{Name: "secrets", Reference: api.TargetReference{Kind: api.KindSecret, MatchLabels: map[string]string{"a": "b"}}}
+	ev := api.CleanerTarget{Name: "ev", Reference: api.TargetReference{Kind: api.KindEvent, Name: "e"}}
+	cond := func(ts []api.CleanerTarget, c ...string) api.CleanerSpec { return api.CleanerSpec{Targets: ts, Conditions: c} }
+	one := []api.CleanerTarget{pr}
+	admitCleaners(t, []cleanerCase{
+		{name: "typed fields", spec: cond(one, `pr.metadata.name.startsWith("preview-") && pr.metadata.generation + 1 > 1`,
+			`pr.status.phase == "Succeeded" && has(pr.metadata.labels) && pr.metadata.labels["x"] == "y"`)},
+		{name: "lastChangeTime is a timestamp", spec: cond(one, `time - pr.lastChangeTime > duration("72h")`)},
+		{name: "creationTimestamp is a string to convert", spec: cond(one, `time - timestamp(pr.metadata.creationTimestamp) > duration("1h")`)},
+		{name: "selected items", spec: cond([]api.CleanerTarget{sel}, `secrets.items.all(s, size(s.data) > 0 && time - s.lastChangeTime > duration("1h"))`)},
+		{name: "free-form payload stays dyn", spec: cond([]api.CleanerTarget{ev}, `ev.spec.payload != "" && ev.spec.labels["pr"] == "1"`)},
+		{name: "string plus int", spec: cond(one, `pr.metadata.name + 1 == 2`),
+			invalid: []string{"spec.conditions[0]", "_+_", "(string, int)", "schema"}},
+		{name: "unknown field", spec: cond(one, `pr.spec.nope == "x"`),
+			invalid: []string{"spec.conditions[0]", "undefined field 'nope'"}},
+		{name: "lastChangeTime compared to a string", spec: cond(one, `pr.lastChangeTime > "2026-01-01"`),
+			invalid: []string{"spec.conditions[0]", "_>_", "(timestamp, string)"}},
+		{name: "items of a selection", spec: cond([]api.CleanerTarget{sel}, `secrets.items.size() > "1"`),
+			invalid: []string{"spec.conditions[0]", "_>_", "(int, string)"}},
 	})
 }
