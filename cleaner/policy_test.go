@@ -15,7 +15,9 @@ import (
 
 func TestOverCapacity_DeletesTheOldestLiveBeyondMaxSparingKeptOnes(t *testing.T) {
 	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
-	item := func(name string, h int) CapacityItem { return CapacityItem{Name: name, UID: name + "-uid", Created: at(h)} }
+	item := func(name string, h int) CapacityItem {
+		return CapacityItem{Name: name, UID: name + "-uid", Created: at(h)}
+	}
 	kept := func(it CapacityItem) CapacityItem { it.Keep = true; return it }
 	deleting := func(it CapacityItem) CapacityItem { it.Deleting = true; return it }
 	names := func(its []CapacityItem) string {

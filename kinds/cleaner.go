@@ -80,7 +80,7 @@ func Cleaner(d Deps) registry.Kind {
 			if len(errs) > 0 {
 				return errs
 			}
-			return typeCheckCleaner(c, typed)
+			return typeCheckCleaner(c, typed, compiler)
 		},
 		Acts: actsOfCleaner,
 	})
@@ -209,7 +209,7 @@ func kindSchemas(ks []registry.Kind) (*condition.Schemas, error) {
 // typeCheckCleaner type-checks c's conditions (which compile) against the
 // schemas of its targets' kinds (typed gives them): a 422 names each
 // condition that does not, with the operator and the types.
-func typeCheckCleaner(c *api.Cleaner, typed func() (*condition.Schemas, error)) field.ErrorList {
+func typeCheckCleaner(c *api.Cleaner, typed func() (*condition.Schemas, error), compiler *condition.Compiler) field.ErrorList {
 	if len(c.Spec.Conditions) == 0 {
 		return nil
 	}
@@ -224,7 +224,7 @@ func typeCheckCleaner(c *api.Cleaner, typed func() (*condition.Schemas, error)) 
 			vars = append(vars, condition.TypedVar{Name: t.Name, Kind: t.Reference.Kind, Selected: t.Reference.Name == ""})
 		}
 	}
-	issues, err := condition.TypeCheck(vars, c.Spec.Conditions, s)
+	issues, err := compiler.TypeCheck(vars, c.Spec.Conditions, s)
 	if err != nil {
 		return field.ErrorList{field.InternalError(path, err)}
 	}

@@ -81,7 +81,9 @@ func TestCleaner_AdmissionTypeChecksConditionsAgainstTheTargetsSchemas(t *testin
 	pr := api.CleanerTarget{Name: "pr", Reference: api.TargetReference{Kind: api.KindInstallation, Name: "preview-1"}}
 	sel := api.CleanerTarget{Name: "secrets", Reference: api.TargetReference{Kind: api.KindSecret, MatchLabels: map[string]string{"a": "b"}}}
 	ev := api.CleanerTarget{Name: "ev", Reference: api.TargetReference{Kind: api.KindEvent, Name: "e"}}
-	cond := func(ts []api.CleanerTarget, c ...string) api.CleanerSpec { return api.CleanerSpec{Targets: ts, Conditions: c} }
+	cond := func(ts []api.CleanerTarget, c ...string) api.CleanerSpec {
+		return api.CleanerSpec{Targets: ts, Conditions: c}
+	}
 	one := []api.CleanerTarget{pr}
 	admitCleaners(t, []cleanerCase{
 		{name: "typed fields", spec: cond(one, `pr.metadata.name.startsWith("preview-") && pr.metadata.generation + 1 > 1`,
