@@ -199,11 +199,11 @@ func kindSchemas(ks []registry.Kind) (*condition.Schemas, error) {
 	for _, k := range ks {
 		rs = append(rs, openapi.Resource{Info: k.KindInfo, Type: k.GoType})
 	}
-	s, err := openapi.Build(rs)
+	defs, err := openapi.KindDefinitions(rs)
 	if err != nil {
 		return nil, fmt.Errorf("kinds: the schemas of Cleaner targets: %w", err)
 	}
-	return &condition.Schemas{Defs: s.Definitions(), DefName: openapi.DefinitionName}, nil
+	return &condition.Schemas{Defs: defs, DefName: openapi.DefinitionName}, nil
 }
 
 // typeCheckCleaner type-checks c's conditions (which compile) against the
