@@ -164,9 +164,10 @@ func newlyWouldDelete(prev, now []string) []string {
 	return out
 }
 
-// cleanerEvent is the Event announcing a of the Cleaner named cleaner, to be created by
-// fan-out (no project) in cl's namespace.
-func cleanerEvent(ns, cleaner string, a Announcement) *api.Object {
+// cleanerEvent is the Event announcing a of the Cleaner named cleaner,
+// to be created by fan-out (no project) in namespace ns. Errors: the Event
+// does not encode (never, for these strings).
+func cleanerEvent(ns, cleaner string, a Announcement) (*api.Object, error) {
 	ev := &api.Event{
 		TypeMeta:   api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindEvent},
 		ObjectMeta: api.ObjectMeta{Namespace: ns, GenerateName: "cleaner-"},
@@ -174,10 +175,5 @@ func cleanerEvent(ns, cleaner string, a Announcement) *api.Object {
 			Labels:     map[string]string{"cleaner": cleaner, "kind": a.Kind, "name": a.Name},
 			ShortTitle: a.Type + " " + a.Kind + "/" + a.Name + " (Cleaner " + cleaner + ")"},
 	}
-	o, err := api.FromResource(ev)
-	if err != nil {
-		// An Event of plain strings always encodes.
-		panic(err)
-	}
-	return o
+	return api.FromResource(ev)
 }

@@ -157,7 +157,11 @@ func (c *Controller) deleteOne(ctx context.Context, cl *api.Cleaner, kind, name,
 // Project subscribed). A failure is logged and traced, never the
 // reconcile's: the deletion is done.
 func (c *Controller) announce(ctx context.Context, cl *api.Cleaner, a Announcement) {
-	if _, err := c.c.Create(ctx, cleanerEvent(cl.Namespace, cl.Name, a)); err != nil {
+	ev, err := cleanerEvent(cl.Namespace, cl.Name, a)
+	if err == nil {
+		_, err = c.c.Create(ctx, ev)
+	}
+	if err != nil {
 		c.log.Warn("cannot announce a Cleaner's deletion", "cleaner", api.Key(cl.Namespace, cl.Name),
 			"type", a.Type, "object", a.Kind+"/"+a.Name, "err", err)
 		trace.Check(ctx, "the %s Event of %s/%s was not created: %v", a.Type, a.Kind, a.Name, err)
