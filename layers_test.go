@@ -35,7 +35,7 @@ var allowed = map[string][]string{
 	"registry":                     {"api", "authz", "identity", "store", "registry/internal/watchcache", "registry/internal/usage", "internal/privfile", "openapi"},
 	"registry/internal/watchcache": {"api", "store"},
 	"registry/internal/usage":      {"store"},
-	"kinds":                        {"api", "authz", "identity", "registry", "cleaner/condition", "blueprint", "deployer/kube/config"},
+	"kinds":                        {"api", "authz", "identity", "registry", "cleaner/condition", "blueprint", "deployer/kube/config", "openapi"},
 	"auth":                         {"api", "identity", "store", "internal/privfile"},
 	"authz":                        {"api", "identity"},
 	"server":                       {"api", "auth", "authz", "column", "console", "identity", "pki", "registry", "kinds", "store", "server", "trace"},
@@ -126,7 +126,9 @@ var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest"
 var testOnly = append(slices.Clone(testSupport),
 	"api", "kinds", "registry", "server", "store", "daemon", "etcdelection", "client", "client/local", "informer",
 	"controller", "gc", "cleaner", "cleaner/condition", "identity", "auth", "authz", "trace", "lease", "manager", "controllers", "runtime",
-	"execution", "installation", "deployitem", "deployer", "internal/gopace", "target", "column")
+	"execution", "installation", "deployitem", "deployer", "internal/gopace", "target", "column",
+	// The event service, for tests of what creates Events by fan-out.
+	"event")
 
 // storeSide lists the only packages that may link the store, by importing
 // registry, store or server. Every other package — the client, informer,

@@ -29,8 +29,48 @@ type CleanerSpec struct {
 	Targets []CleanerTarget `json:"targets,omitempty"`
 	// Conditions are CEL expressions that must all be true. Each sees
 	// `time` (a timestamp: the evaluation's time) and one variable per
-	// evaluated target, named by the target. No condition is always true.
+	// evaluated target, named by the target. No condition is always true
+	// (but a Cleaner with a capacity and no conditions never deletes
+	// itself: it is a standing capacity rule).
 	Conditions []string `json:"conditions,omitempty"`
+	// DryRun makes the Cleaner evaluate as usual but delete nothing: what
+	// it would delete is recorded in status.lastEvaluation.wouldDelete (and
+	// announced by would-delete Events), and it evaluates again after
+	// retry.period.
+	DryRun bool `json:"dryRun,omitempty"`
+	// Capacity keeps at most Max objects matching a selector, deleting the
+	// oldest beyond it at every evaluation after the TTL.
+	Capacity *CleanerCapacity `json:"capacity,omitempty"`
+}
+
+// AnnotationKeep on an object ("true") keeps every Cleaner from deleting
+// it: as a target, or beyond a capacity.
+const AnnotationKeep = "cairn.dev/keep"
+
+// CapacityOrderByCreation orders a capacity's objects by
+// metadata.creationTimestamp, the oldest deleted first.
+const CapacityOrderByCreation = "creationTimestamp"
+
+// CleanerCapacity bounds how many objects of one kind with some labels the
+// Cleaner's namespace holds.
+type CleanerCapacity struct {
+	// Max is how many matching objects are kept (at least 1). Objects
+	// being deleted do not count; objects carrying cairn.dev/keep count
+	// but are never deleted.
+	Max int `json:"max"`
+	// Selector selects the objects counted.
+	Selector CapacitySelector `json:"selector"`
+	// OrderBy says which objects go first: creationTimestamp (the only
+	// order, and the default): the oldest.
+	OrderBy string `json:"orderBy,omitempty"`
+}
+
+// CapacitySelector selects the objects of a kind in the Cleaner's
+// namespace whose labels include MatchLabels (every object of the kind
+// when empty).
+type CapacitySelector struct {
+	Kind        string            `json:"kind"`
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
 }
 
 // CleanerRetry paces evaluations after the TTL.
@@ -67,7 +107,9 @@ func (t CleanerTarget) Evaluated() bool {
 // TargetReference names objects of a namespaced kind in the Cleaner's
 // namespace: exactly one of Name and MatchLabels is set. A named target is
 // the object itself to its conditions (null when it does not exist); a
-// selected one is `{items: [...]}`, sorted by name.
+// selected one is `{items: [...]}`, sorted by name. Each object also has
+// `lastChangeTime`, a timestamp: the time of its last write besides its
+// status, as far as cairn knows (see docs/cleaners.md).
 type TargetReference struct {
 	// Kind is a kind the API serves (e.g. Installation).
 	Kind        string            `json:"kind"`
@@ -110,6 +152,11 @@ type CleanerStatus struct {
 	// LastError is why the last evaluation or deletion failed; nil after
 	// one that succeeded.
 	LastError *LastError `json:"lastError,omitempty"`
+	// ConsecutiveFailures counts the evaluations in a row that failed
+	// (a target unreadable, a condition failing): the next one is tried
+	// after a backoff growing from seconds to minutes, never later than
+	// retry.period. 0 after an evaluation that succeeded.
+	ConsecutiveFailures int `json:"consecutiveFailures,omitempty"`
 }
 
 // CleanerEvaluation is one evaluation of a Cleaner's conditions.
@@ -126,6 +173,13 @@ type CleanerEvaluation struct {
 	// a condition that failed at a time searched), so that retry.period
 	// applies; empty when it found one or none was made.
 	Search string `json:"search,omitempty"`
+	// WouldDelete lists, for a dryRun Cleaner, the objects it would have
+	// deleted at this evaluation ("Kind/name": targets, then objects
+	// beyond the capacity); the Cleaner itself is not listed.
+	WouldDelete []string `json:"wouldDelete,omitempty"`
+	// Kept lists the objects spared because they carry cairn.dev/keep
+	// ("Kind/name").
+	Kept []string `json:"kept,omitempty"`
 }
 
 // ConditionResult is the outcome of one condition.

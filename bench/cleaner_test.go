@@ -86,6 +86,10 @@ func benchInstallation(name string) *api.Object {
 type oneSource struct{ o *api.Object }
 
 func (s oneSource) Get(string, string, string) (*api.Object, bool, error) { return s.o, true, nil }
+func (s oneSource) LastChange(_ string, o *api.Object) time.Time {
+	return cleaner.LastChangeTime(o, time.Time{}, time.Time{})
+}
+
 func (s oneSource) Select(string, string, map[string]string) ([]*api.Object, error) {
 	return []*api.Object{s.o}, nil
 }

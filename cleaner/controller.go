@@ -84,6 +84,11 @@ type Controller struct {
 	// compiler shares them among Cleaners with the same conditions.
 	programs map[string]compiled
 	compiler *condition.Compiler
+	// changed holds, by uid, when the controller saw a target object's
+	// last change besides its status; since holds, by kind, when it
+	// started watching the kind (LastChangeTime).
+	changed map[string]time.Time
+	since   map[string]time.Time
 	// toWatch holds kinds asked for by handlers, watched by Run's loop.
 	toWatch map[string]bool
 	wakeW   chan struct{}
@@ -114,6 +119,7 @@ func New(opts Options) *Controller {
 	return &Controller{
 		opts: opts, sched: NewSchedule(), watched: map[string]*informer.Informer{}, programs: map[string]compiled{},
 		compiler: condition.NewCompiler(), toWatch: map[string]bool{}, wakeW: make(chan struct{}, 1),
+		changed: map[string]time.Time{}, since: map[string]time.Time{},
 	}
 }
 

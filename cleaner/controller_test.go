@@ -146,7 +146,7 @@ func TestCleaner_WritesEachFailureInStatusAndKeepsWorking(t *testing.T) {
 			Targets:    []api.CleanerTarget{{Name: "d", Reference: api.TargetReference{Kind: api.KindDataObject, Name: "d"}}},
 			Conditions: []string{`d == null`}}},
 		{"evaluation-error", api.CleanerReasonEvaluationError, "condition 1: condition: evaluation failed", api.CleanerSpec{
-			Targets: []api.CleanerTarget{secretTarget("s", "s", false)}, Conditions: []string{`true`, `s.spec.missing == 1`}}},
+			Targets: []api.CleanerTarget{secretTarget("s", "s", false)}, Conditions: []string{`true`, `s.metadata.labels["missing"] == "x"`}}},
 		{"non-boolean", api.CleanerReasonNonBoolean, "condition 0: condition: result is not a boolean", api.CleanerSpec{
 			Targets: []api.CleanerTarget{secretTarget("s", "s", false)}, Conditions: []string{`s.metadata.name`}}},
 		{"cost", api.CleanerReasonEvaluationError, "", api.CleanerSpec{

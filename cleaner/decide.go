@@ -32,6 +32,9 @@ const (
 	WhyTTL       = "creation + ttl"
 	WhyMonotonic = "monotonic search: the earliest time every condition holds"
 	WhyPeriod    = "retry.period"
+	WhyBackoff   = "backoff after a failed evaluation"
+	WhyDryRun    = "dry run: nothing deleted; " + WhyPeriod
+	WhyStanding  = "a standing capacity rule: " + WhyPeriod
 )
 
 // Input is everything Decide looks at. It is plain data but for Resolve,
@@ -71,6 +74,14 @@ type Decision struct {
 	Results   []condition.Result
 	// LastError is why the evaluation failed (nil: it did not).
 	LastError *api.LastError
+	// Failures is status.consecutiveFailures after this decision.
+	Failures int
+	// Capacity are the objects beyond spec.capacity to delete now,
+	// whatever the conditions say (none in a dry run).
+	Capacity []Found
+	// WouldDelete is, in a dry run, what would have been deleted now
+	// ("Kind/name"); Kept is what was spared for cairn.dev/keep.
+	WouldDelete, Kept []string
 }
 
 // TTLExpiry returns when c's TTL passes: creation + ttl.
@@ -98,15 +109,22 @@ func period(c *api.Cleaner) time.Duration {
 //  2. TTL not passed → wait until creation + ttl;
 //
 // (every time scheduled is rounded up to a whole second)
-//  3. resolve the targets; one that cannot be read → retry after
-//     retry.period, phase Failed (UnresolvableTarget);
-//  4. evaluate every condition; one that fails or is not a boolean →
-//     retry after retry.period, phase Failed (EvaluationError,
+//  3. resolve the targets (and the capacity's objects); one that cannot be
+//     read → retry after a backoff (FailureBackoff), phase Failed
+//     (UnresolvableTarget);
+//  4. the capacity's objects beyond its max, the oldest first, are to be
+//     deleted whatever the conditions say (OverCapacity);
+//  5. evaluate every condition; one that fails or is not a boolean →
+//     retry after a backoff, phase Failed (EvaluationError,
 //     NonBooleanResult);
-//  5. all true → delete;
-//  6. otherwise, with retry.monotonic, search for the earliest time they
+//  6. all true → delete (a dry run: record what would be deleted and
+//     retry after retry.period; a capacity with no conditions is a
+//     standing rule, never deleted);
+//  7. otherwise, with retry.monotonic, search for the earliest time they
 //     all hold and retry then (no such time within condition.Horizon →
 //     retry.period); without it, retry after retry.period.
+//
+// Objects carrying cairn.dev/keep are never deleted (Kept says which).
 func Decide(ctx context.Context, in Input) Decision {
 	c := in.Cleaner
 	if c == nil || c.Deleting() {
@@ -116,19 +134,21 @@ func Decide(ctx context.Context, in Input) Decision {
 		return Decision{Action: ActWait, At: ceilSecond(at), Why: WhyTTL, Phase: api.CleanerWaiting}
 	}
 	retry := Decision{Action: ActRetry, At: ceilSecond(in.Now.Add(period(c))), Why: WhyPeriod, Phase: api.CleanerPending}
-	fail := func(d Decision, reason api.ErrorReason, msg string) Decision {
-		d.Phase = api.CleanerFailed
-		d.LastError = &api.LastError{Reason: reason, Message: msg, Time: in.Now}
-		return d
-	}
 	if in.ProgramsErr != nil {
-		return fail(retry, api.CleanerReasonInvalidSpec, in.ProgramsErr.Error())
+		return failed(retry, in, api.CleanerReasonInvalidSpec, in.ProgramsErr.Error(), false)
 	}
 	res, err := in.Resolve()
 	if err != nil {
-		return fail(retry, api.CleanerReasonUnresolvableTarget, err.Error())
+		return failed(retry, in, api.CleanerReasonUnresolvableTarget, err.Error(), true)
 	}
 	retry.Resolution = res
+	retry.Capacity, retry.Kept = capacityDeletions(res)
+	for _, f := range res.Kept() {
+		retry.Kept = append(retry.Kept, f.Ref())
+	}
+	if c.Spec.DryRun {
+		retry.WouldDelete, retry.Capacity = refsOf(retry.Capacity), nil
+	}
 	retry.Evaluated = true
 	retry.Results = in.Programs.Eval(ctx, res.Vars, in.Now)
 	if i, err := condition.FirstError(retry.Results); err != nil {
@@ -136,11 +156,10 @@ func Decide(ctx context.Context, in Input) Decision {
 		if errors.Is(err, condition.ErrNonBoolean) {
 			reason = api.CleanerReasonNonBoolean
 		}
-		return fail(retry, reason, fmt.Sprintf("condition %d: %v", i, err))
+		return failed(retry, in, reason, fmt.Sprintf("condition %d: %v", i, err), true)
 	}
 	if condition.AllTrue(retry.Results) {
-		retry.Action, retry.At, retry.Why, retry.Phase = ActDelete, time.Time{}, "", api.CleanerDeleting
-		return retry
+		return allTrue(c, retry)
 	}
 	if c.Spec.Retry.Monotonic {
 		at, err := in.Programs.EarliestTrue(ctx, res.Vars, in.Now)
@@ -152,4 +171,57 @@ func Decide(ctx context.Context, in Input) Decision {
 		}
 	}
 	return retry
+}
+
+// failed is d with phase Failed and lastError (reason, msg); with backoff
+// the next evaluation is after FailureBackoff rather than retry.period.
+func failed(d Decision, in Input, reason api.ErrorReason, msg string, backoff bool) Decision {
+	d.Phase = api.CleanerFailed
+	d.LastError = &api.LastError{Reason: reason, Message: msg, Time: in.Now}
+	if backoff {
+		d.Failures = in.Cleaner.Status.ConsecutiveFailures + 1
+		d.At, d.Why = ceilSecond(in.Now.Add(FailureBackoff(d.Failures, period(in.Cleaner)))), WhyBackoff
+	}
+	return d
+}
+
+// allTrue is the decision when every condition holds: delete the targets
+// and the Cleaner; in a dry run record them and retry after the period; a
+// standing capacity rule (a capacity, no conditions) just retries.
+func allTrue(c *api.Cleaner, d Decision) Decision {
+	switch {
+	case c.Spec.Capacity != nil && len(c.Spec.Conditions) == 0:
+		d.Why = WhyStanding
+	case c.Spec.DryRun:
+		d.WouldDelete = append(refsOf(d.Resolution.ToDelete()), d.WouldDelete...)
+		d.Why = WhyDryRun
+	default:
+		d.Action, d.At, d.Why, d.Phase = ActDelete, time.Time{}, "", api.CleanerDeleting
+	}
+	return d
+}
+
+// capacityDeletions is what res's capacity deletes (as Found of its kind)
+// and keeps for cairn.dev/keep ("Kind/name").
+func capacityDeletions(res Resolution) (del []Found, kept []string) {
+	if res.CapacityKind == "" {
+		return nil, nil
+	}
+	d, k := OverCapacity(res.Capacity, res.CapacityMax)
+	for _, it := range d {
+		del = append(del, Found{Target: "capacity", Kind: res.CapacityKind, Name: it.Name, UID: it.UID, Delete: true})
+	}
+	for _, it := range k {
+		kept = append(kept, res.CapacityKind+"/"+it.Name)
+	}
+	return del, kept
+}
+
+// refsOf is the "Kind/name" of each of fs.
+func refsOf(fs []Found) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Ref())
+	}
+	return out
 }

@@ -78,14 +78,14 @@ func TestDecide_FollowsEachBranchOfTheSeed(t *testing.T) {
 			cleaner: testCleaner(time.Hour, true, `time > timestamp("`+deadline.Format(time.RFC3339)+`") && inst.metadata.labels["x"] == "y"`),
 			now:     t0.Add(2 * time.Hour), res: instVar(map[string]any{"preview": "open"}), action: ActRetry, at: t0.Add(3 * time.Hour), why: WhyPeriod,
 			phase: api.CleanerPending, resolved: true, search: "a condition failed to evaluate at a time searched"},
-		{name: "unresolvable target: failed, retry after the period", cleaner: testCleaner(time.Hour, false, closed),
+		{name: "unresolvable target: failed, retry after a backoff", cleaner: testCleaner(time.Hour, false, closed),
 			now: t0.Add(2 * time.Hour), resErr: fmt.Errorf("target inst: %w", ErrUnresolvable), action: ActRetry,
-			at: t0.Add(3 * time.Hour), why: WhyPeriod, phase: api.CleanerFailed, reason: api.CleanerReasonUnresolvableTarget},
-		{name: "evaluation error: failed", cleaner: testCleaner(time.Hour, false, `inst.spec.missing == 1`),
-			now: t0.Add(2 * time.Hour), res: instVar(nil), action: ActRetry, at: t0.Add(3 * time.Hour), why: WhyPeriod,
+			at: t0.Add(2*time.Hour + FailureBackoffBase), why: WhyBackoff, phase: api.CleanerFailed, reason: api.CleanerReasonUnresolvableTarget},
+		{name: "evaluation error: failed, retry after a backoff", cleaner: testCleaner(time.Hour, false, `inst.spec.missing == 1`),
+			now: t0.Add(2 * time.Hour), res: instVar(nil), action: ActRetry, at: t0.Add(2*time.Hour + FailureBackoffBase), why: WhyBackoff,
 			phase: api.CleanerFailed, reason: api.CleanerReasonEvaluationError, resolved: true},
-		{name: "non-boolean result: failed", cleaner: testCleaner(time.Hour, false, `inst.metadata.name`),
-			now: t0.Add(2 * time.Hour), res: instVar(nil), action: ActRetry, at: t0.Add(3 * time.Hour), why: WhyPeriod,
+		{name: "non-boolean result: failed, retry after a backoff", cleaner: testCleaner(time.Hour, false, `inst.metadata.name`),
+			now: t0.Add(2 * time.Hour), res: instVar(nil), action: ActRetry, at: t0.Add(2*time.Hour + FailureBackoffBase), why: WhyBackoff,
 			phase: api.CleanerFailed, reason: api.CleanerReasonNonBoolean, resolved: true},
 	}
 	for _, c := range cases {
@@ -152,6 +152,11 @@ func (m mapSource) Select(kind, ns string, labels map[string]string) ([]*api.Obj
 	}
 	sortByName(out)
 	return out, nil
+}
+
+// LastChange is the object's LastChangeTime with nothing observed.
+func (m mapSource) LastChange(kind string, o *api.Object) time.Time {
+	return LastChangeTime(o, time.Time{}, time.Time{})
 }
 
 func object(kind, name, uid string, labels map[string]string) *api.Object {
@@ -226,6 +231,10 @@ func TestValue_IsTheObjectsJSON(t *testing.T) {
 	if err := json.Unmarshal(raw, &want); err != nil {
 		t.Fatal(err)
 	}
+	// Whole numbers are int64s, as the schemas type integers.
+	want["metadata"].(map[string]any)["generation"] = int64(3)
+	want["spec"].(map[string]any)["n"] = int64(2)
+	want["spec"].(map[string]any)["list"].([]any)[0] = int64(1)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Value = %v\nwant    %v", got, want)
 	}

@@ -41,7 +41,7 @@ func TestDeleteAll_NeverDeletesARecreatedObjectAndTakesAGoneOneAsDone(t *testing
 		{Target: "gone", Kind: api.KindSecret, Name: "gone", UID: "no-such-uid", Delete: true}, // deleted between resolve and delete
 		{Target: "d", Kind: api.KindSecret, Name: "d", UID: deleted.UID, Delete: true},
 	}}
-	if err := bound(c).deleteAll(ctx, cl, res); err != nil {
+	if err := bound(c).deleteAll(ctx, cl, Decision{Resolution: res}); err != nil {
 		t.Fatalf("deleteAll: %v", err)
 	}
 	got, err := c.Get(ctx, api.KindSecret, "default", "s")
@@ -69,7 +69,7 @@ func TestDeleteAll_StopsAtAFailureWithoutDeletingTheCleaner(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := Resolution{Found: []Found{{Target: "x", Kind: api.KindSecret, Name: "x", UID: x.UID, Delete: true}}}
-	err = bound(refuseDeletes{c}).deleteAll(context.Background(), cl, res)
+	err = bound(refuseDeletes{c}).deleteAll(context.Background(), cl, Decision{Resolution: res})
 	if !errors.Is(err, api.ErrForbidden) {
 		t.Fatalf("deleteAll = %v, want the refusal", err)
 	}

@@ -71,9 +71,21 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, nil
 	case ActWait, ActRetry:
 		// Schedule the next evaluation: at creation + ttl, at the time the
-		// monotonic search found, or after retry.period.
+		// monotonic search found, after a backoff or after retry.period.
 		c.sched.Set(key, d.At)
-		return controller.Result{}, c.writeStatus(key, obj, cl, d, now)
+		var prev []string
+		if cl.Status.LastEvaluation != nil {
+			prev = cl.Status.LastEvaluation.WouldDelete
+		}
+		if err := c.writeStatus(key, obj, cl, d, now); err != nil {
+			return controller.Result{}, err
+		}
+		for _, ref := range newlyWouldDelete(prev, d.WouldDelete) {
+			kind, name, _ := strings.Cut(ref, "/")
+			c.announce(ctx, cl, Announcement{Type: EventTypeWouldDelete, Kind: kind, Name: name})
+		}
+		// Objects beyond the capacity go whatever the conditions say.
+		return controller.Result{}, c.deleteObjects(ctx, cl, d.Capacity)
 	}
 	// Every condition holds: delete the targets marked delete, then the
 	// Cleaner itself.
@@ -81,7 +93,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 	if err := c.writeStatus(key, obj, cl, d, now); err != nil {
 		return controller.Result{}, err
 	}
-	if err := c.deleteAll(ctx, cl, d.Resolution); err != nil {
+	if err := c.deleteAll(ctx, cl, d); err != nil {
 		d.LastError = deletionError(err, now)
 		if werr := c.writeStatus(key, obj, cl, d, now); werr != nil {
 			c.log.Warn("cannot record a failed deletion", "cleaner", key, "err", werr)
@@ -91,35 +103,71 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 	return controller.Result{}, nil
 }
 
-// deleteAll deletes the objects found for the targets marked delete, each
-// with a uid precondition (an object re-created under the same name since
-// it was evaluated is left alone), then the Cleaner. An object already
-// gone is not an error. The targets are deleted on behalf of the Cleaner
-// (api.OnBehalfOf): the API refuses a deletion its creator may not make
-// (Forbidden), since the controller never lends its own authority.
-func (c *Controller) deleteAll(ctx context.Context, cl *api.Cleaner, res Resolution) error {
-	del := func(ctx context.Context, kind, name, uid string) error {
-		_, _, err := c.c.Delete(ctx, kind, cl.Namespace, name, api.DeleteOptions{Preconditions: api.Preconditions{UID: uid}})
-		switch {
-		case err == nil:
-			c.m.deleted()
-			trace.Action(ctx, "deleted %s/%s (uid %s)", kind, name, uid)
-		case errors.Is(err, api.ErrNotFound):
-			trace.Check(ctx, "%s/%s is already gone", kind, name)
-		case errors.Is(err, api.ErrConflict):
-			trace.Check(ctx, "%s/%s is no longer the object evaluated (uid %s): left alone", kind, name, uid)
-		default:
-			return fmt.Errorf("delete %s/%s: %w", kind, name, err)
-		}
-		return nil
+// deleteAll deletes the objects found for the targets marked delete but
+// those carrying cairn.dev/keep, and the objects beyond the capacity, as
+// deleteObjects does, then the Cleaner. It stops at the first failure.
+func (c *Controller) deleteAll(ctx context.Context, cl *api.Cleaner, d Decision) error {
+	if err := c.deleteObjects(ctx, cl, append(d.Resolution.ToDelete(), d.Capacity...)); err != nil {
+		return err
 	}
+	_, err := c.deleteOne(ctx, cl, api.KindCleaner, cl.Name, cl.UID)
+	return err
+}
+
+// deleteObjects deletes fs on behalf of the Cleaner (api.ActFor: the API
+// refuses a deletion its creator may not make, Forbidden, since the
+// controller never lends its own authority), each with a uid precondition
+// (an object re-created under the same name since it was evaluated is
+// left alone), and announces each deletion by an Event. An object already
+// gone is not an error. It stops at the first failure.
+func (c *Controller) deleteObjects(ctx context.Context, cl *api.Cleaner, fs []Found) error {
 	forCleaner := api.ActFor(ctx, api.KindCleaner, &cl.ObjectMeta)
-	for _, f := range res.ToDelete() {
-		if err := del(forCleaner, f.Kind, f.Name, f.UID); err != nil {
+	for _, f := range fs {
+		deleted, err := c.deleteOne(forCleaner, cl, f.Kind, f.Name, f.UID)
+		if err != nil {
 			return err
 		}
+		if deleted {
+			c.announce(ctx, cl, Announcement{Type: EventTypeDeleted, Kind: f.Kind, Name: f.Name})
+		}
 	}
-	return del(ctx, api.KindCleaner, cl.Name, cl.UID)
+	return nil
+}
+
+// deleteOne deletes kind/name of cl's namespace if its uid is still uid,
+// reporting whether it did. Gone or re-created is no error.
+func (c *Controller) deleteOne(ctx context.Context, cl *api.Cleaner, kind, name, uid string) (bool, error) {
+	_, _, err := c.c.Delete(ctx, kind, cl.Namespace, name, api.DeleteOptions{Preconditions: api.Preconditions{UID: uid}})
+	switch {
+	case err == nil:
+		c.m.deleted()
+		trace.Action(ctx, "deleted %s/%s (uid %s)", kind, name, uid)
+		return true, nil
+	case errors.Is(err, api.ErrNotFound):
+		trace.Check(ctx, "%s/%s is already gone", kind, name)
+	case errors.Is(err, api.ErrConflict):
+		trace.Check(ctx, "%s/%s is no longer the object evaluated (uid %s): left alone", kind, name, uid)
+	default:
+		return false, fmt.Errorf("delete %s/%s: %w", kind, name, err)
+	}
+	return false, nil
+}
+
+// announce creates the Event of a by fan-out in cl's namespace (one per
+// Project subscribed). A failure is logged and traced, never the
+// reconcile's: the deletion is done.
+func (c *Controller) announce(ctx context.Context, cl *api.Cleaner, a Announcement) {
+	ev, err := cleanerEvent(cl.Namespace, cl.Name, a)
+	if err == nil {
+		_, err = c.c.Create(ctx, ev)
+	}
+	if err != nil {
+		c.log.Warn("cannot announce a Cleaner's deletion", "cleaner", api.Key(cl.Namespace, cl.Name),
+			"type", a.Type, "object", a.Kind+"/"+a.Name, "err", err)
+		trace.Check(ctx, "the %s Event of %s/%s was not created: %v", a.Type, a.Kind, a.Name, err)
+		return
+	}
+	trace.Action(ctx, "announced %s %s/%s (Event source %s)", a.Type, a.Kind, a.Name, EventSource)
 }
 
 // decodeCleaner is the typed Cleaner of o, as o.Into gives it, without
@@ -150,6 +198,7 @@ func statusFor(cl *api.Cleaner, d Decision, now time.Time) api.CleanerStatus {
 		st.NextScheduledEvaluation = &at
 	}
 	st.LastError = d.LastError
+	st.ConsecutiveFailures = d.Failures
 	switch {
 	case d.Evaluated:
 		st.ResolvedTargets = d.Resolution.Resolved()
@@ -167,7 +216,7 @@ func statusFor(cl *api.Cleaner, d Decision, now time.Time) api.CleanerStatus {
 			}
 			ev.Results = append(ev.Results, cr)
 		}
-		ev.Search = d.Search
+		ev.Search, ev.WouldDelete, ev.Kept = d.Search, d.WouldDelete, d.Kept
 		st.LastEvaluation = ev
 	case d.LastError != nil && d.LastError.Reason != api.CleanerReasonDeleteFailed:
 		// Not evaluated: the targets or the conditions failed first.
@@ -251,9 +300,12 @@ func explain(ctx context.Context, cl *api.Cleaner, d Decision, now time.Time) {
 			}
 		}
 	}
+	explainPolicies(ctx, cl, d)
 	switch {
 	case d.Action == ActDelete:
 		trace.Exit(ctx, "every condition holds: deleting %d target objects, then the Cleaner", len(d.Resolution.ToDelete()))
+	case d.Why == WhyDryRun || d.Why == WhyStanding:
+		trace.Exit(ctx, "%s: every condition holds (%s); next evaluation at %s", d.Phase, d.Why, d.At.Format(time.RFC3339))
 	case d.LastError != nil:
 		trace.Exit(ctx, "%s (%s): %s; next evaluation at %s (%s)", d.Phase, d.LastError.Reason, d.LastError.Message,
 			d.At.Format(time.RFC3339), d.Why)
@@ -263,6 +315,24 @@ func explain(ctx context.Context, cl *api.Cleaner, d Decision, now time.Time) {
 		}
 		trace.Exit(ctx, "%s: %s; next evaluation at %s (%s)", d.Phase, falseOnes(d.Results),
 			d.At.Format(time.RFC3339), d.Why)
+	}
+}
+
+// explainPolicies records what the keep annotation, the capacity and a
+// dry run made of the decision.
+func explainPolicies(ctx context.Context, cl *api.Cleaner, d Decision) {
+	if cp := cl.Spec.Capacity; cp != nil && d.Resolution.CapacityKind != "" {
+		trace.Check(ctx, "capacity: at most %d %s selected by %s; %d found", cp.Max, cp.Selector.Kind,
+			selectorString(cp.Selector.MatchLabels), len(d.Resolution.Capacity))
+		for _, f := range d.Capacity {
+			trace.Check(ctx, "%s is beyond the capacity (the oldest first): deleting it", f.Ref())
+		}
+	}
+	for _, ref := range d.Kept {
+		trace.Check(ctx, "%s carries %s: \"true\": never deleted by a Cleaner", ref, api.AnnotationKeep)
+	}
+	if cl.Spec.DryRun && len(d.WouldDelete) > 0 {
+		trace.Check(ctx, "dry run: would delete %s; nothing deleted", strings.Join(d.WouldDelete, ", "))
 	}
 }
 

@@ -1,6 +1,7 @@
 package cleaner
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +28,9 @@ type Source interface {
 	// labels, sorted by name. It fails (wrapping ErrUnresolvable) when
 	// kind cannot be read.
 	Select(kind, ns string, labels map[string]string) ([]*api.Object, error)
+	// LastChange returns the lastChangeTime of o, an object of kind
+	// (LastChangeTime over what the source observed). It never blocks.
+	LastChange(kind string, o *api.Object) time.Time
 }
 
 // Found is one object a target resolved to.
@@ -38,6 +42,8 @@ type Found struct {
 	UID    string
 	// Delete and Evaluated copy the target's flags.
 	Delete, Evaluated bool
+	// Keep: the object carries cairn.dev/keep, so it is never deleted.
+	Keep bool
 }
 
 // Ref is the object's entry in status.resolvedTargets: "Kind/name".
@@ -51,6 +57,11 @@ type Resolution struct {
 	Vars map[string]any
 	// Found lists every object found, in target order.
 	Found []Found
+	// CapacityKind and Capacity are the objects spec.capacity selected
+	// (none without a capacity).
+	CapacityKind string
+	CapacityMax  int
+	Capacity     []CapacityItem
 }
 
 // Resolved returns status.resolvedTargets: the evaluated objects found,
@@ -67,12 +78,26 @@ func (r Resolution) Resolved() []string {
 }
 
 // ToDelete returns the objects of the targets marked delete, in target
-// order, each once.
+// order, each once, but those that carry cairn.dev/keep (Kept lists them).
 func (r Resolution) ToDelete() []Found {
 	var out []Found
 	seen := map[string]bool{}
 	for _, f := range r.Found {
-		if f.Delete && !seen[f.UID] {
+		if f.Delete && !f.Keep && !seen[f.UID] {
+			seen[f.UID] = true
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Kept returns the objects of the targets marked delete that carry
+// cairn.dev/keep, which no Cleaner deletes, in target order, each once.
+func (r Resolution) Kept() []Found {
+	var out []Found
+	seen := map[string]bool{}
+	for _, f := range r.Found {
+		if f.Delete && f.Keep && !seen[f.UID] {
 			seen[f.UID] = true
 			out = append(out, f)
 		}
@@ -105,7 +130,7 @@ func Resolve(c *api.Cleaner, src Source) (Resolution, error) {
 		}
 		for _, o := range objs {
 			res.Found = append(res.Found, Found{Target: t.Name, Kind: ref.Kind, Name: o.Name, UID: o.UID,
-				Delete: t.Delete, Evaluated: t.Evaluated()})
+				Delete: t.Delete, Evaluated: t.Evaluated(), Keep: Kept(o)})
 		}
 		if !t.Evaluated() {
 			continue
@@ -118,6 +143,7 @@ func Resolve(c *api.Cleaner, src Source) (Resolution, error) {
 				if err != nil {
 					return Resolution{}, fmt.Errorf("target %s: %w", t.Name, err)
 				}
+				v[VarLastChangeTime] = src.LastChange(ref.Kind, objs[0])
 				res.Vars[t.Name] = v
 			}
 			continue
@@ -128,18 +154,45 @@ func Resolve(c *api.Cleaner, src Source) (Resolution, error) {
 			if err != nil {
 				return Resolution{}, fmt.Errorf("target %s: %w", t.Name, err)
 			}
+			v[VarLastChangeTime] = src.LastChange(ref.Kind, o)
 			items = append(items, v)
 		}
 		res.Vars[t.Name] = map[string]any{"items": items}
 	}
+	if err := resolveCapacity(c, src, &res); err != nil {
+		return Resolution{}, err
+	}
 	return res, nil
+}
+
+// VarLastChangeTime is the field of each target object's variable that
+// holds its LastChangeTime (a CEL timestamp).
+const VarLastChangeTime = "lastChangeTime"
+
+// resolveCapacity reads the objects c's capacity selects into res.
+func resolveCapacity(c *api.Cleaner, src Source, res *Resolution) error {
+	cp := c.Spec.Capacity
+	if cp == nil {
+		return nil
+	}
+	objs, err := src.Select(cp.Selector.Kind, c.Namespace, cp.Selector.MatchLabels)
+	if err != nil {
+		return fmt.Errorf("capacity (%s selected by %s): %w", cp.Selector.Kind, selectorString(cp.Selector.MatchLabels), err)
+	}
+	res.CapacityKind, res.CapacityMax = cp.Selector.Kind, cp.Max
+	for _, o := range objs {
+		res.Capacity = append(res.Capacity, CapacityItem{Name: o.Name, UID: o.UID, Created: o.CreationTimestamp,
+			Deleting: o.Deleting(), Keep: Kept(o)})
+	}
+	return nil
 }
 
 // Redacted replaces the values of a Secret's data in Value's output.
 const Redacted = "<redacted>"
 
 // Value turns an object of kind into the value its CEL variable holds: its JSON
-// as maps, lists, strings, float64 numbers and booleans. The values of a
+// as maps, lists, strings, numbers (an int64 for a whole number that fits,
+// as the schemas type integers; a float64 otherwise) and booleans. The values of a
 // Secret's data are replaced by Redacted (its keys stay): conditions may
 // test which keys a Secret has, never what they hold, so no evaluation
 // error or trace can carry a secret value.
@@ -156,8 +209,8 @@ func Value(kind string, o *api.Object) (map[string]any, error) {
 		if len(raw) == 0 {
 			continue
 		}
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
+		v, err := decodeValue(raw)
+		if err != nil {
 			return nil, fmt.Errorf("decode %s of %s %s: %w", k, o.Kind, o.Name, err)
 		}
 		if v != nil {
@@ -176,6 +229,39 @@ func Value(kind string, o *api.Object) (map[string]any, error) {
 	return m, nil
 }
 
+// decodeValue decodes JSON as json.Unmarshal into an any does, but for
+// whole numbers, which are int64s (when they fit).
+func decodeValue(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return numbers(v), nil
+}
+
+// numbers replaces the json.Numbers of v (in place) by int64 or float64.
+func numbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = numbers(e)
+		}
+	}
+	return v
+}
+
 // metaValue is the metadata as its JSON decodes (what json.Unmarshal of
 // the encoded ObjectMeta into an any gives), built without encoding it: the
 // evaluation path's largest cost otherwise.
@@ -192,7 +278,7 @@ func metaValue(md *api.ObjectMeta) map[string]any {
 	str("uid", md.UID)
 	str("resourceVersion", md.ResourceVersion)
 	if md.Generation != 0 {
-		m["generation"] = float64(md.Generation)
+		m["generation"] = md.Generation
 	}
 	if !md.CreationTimestamp.IsZero() {
 		m["creationTimestamp"] = md.CreationTimestamp.Format(time.RFC3339Nano)

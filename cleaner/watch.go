@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/informer"
@@ -16,7 +17,8 @@ import (
 // cleanerRefs is the part of a Cleaner the indexes read.
 type cleanerRefs struct {
 	Spec struct {
-		Targets []api.CleanerTarget `json:"targets"`
+		Targets  []api.CleanerTarget  `json:"targets"`
+		Capacity *api.CleanerCapacity `json:"capacity"`
 	} `json:"spec"`
 	Status struct {
 		ResolvedTargets []string `json:"resolvedTargets"`
@@ -38,10 +40,12 @@ type refsCache struct {
 	specs map[string]specTargets // by uid
 }
 
-// specTargets are the targets of one generation of a Cleaner's spec.
+// specTargets are the targets (and capacity) of one generation of a
+// Cleaner's spec.
 type specTargets struct {
 	generation int64
 	targets    []api.CleanerTarget
+	capacity   *api.CleanerCapacity
 }
 
 // of returns the refs of o. They are shared: read them, never modify
@@ -54,7 +58,7 @@ func (rc *refsCache) of(o *api.Object) cleanerRefs {
 	}
 	var r cleanerRefs
 	if s, ok := rc.specs[o.UID]; ok && s.generation == o.Generation {
-		r.Spec.Targets = s.targets
+		r.Spec.Targets, r.Spec.Capacity = s.targets, s.capacity
 	} else {
 		if raw := o.Field(api.FieldSpec); raw != nil {
 			_ = json.Unmarshal(raw, &r.Spec) // admitted specs decode; a bad one indexes nothing
@@ -62,7 +66,7 @@ func (rc *refsCache) of(o *api.Object) cleanerRefs {
 		if rc.specs == nil {
 			rc.specs = map[string]specTargets{}
 		}
-		rc.specs[o.UID] = specTargets{generation: o.Generation, targets: r.Spec.Targets}
+		rc.specs[o.UID] = specTargets{generation: o.Generation, targets: r.Spec.Targets, capacity: r.Spec.Capacity}
 	}
 	if raw := o.Field(api.FieldStatus); raw != nil {
 		_ = json.Unmarshal(raw, &r.Status)
@@ -103,13 +107,17 @@ func (c *Controller) indexTargets(o *api.Object) []string {
 }
 
 // indexSelectors indexes a Cleaner under "Kind/ns" of each evaluated
-// target selected by labels.
+// target selected by labels, and of its capacity's selector.
 func (c *Controller) indexSelectors(o *api.Object) []string {
 	var out []string
-	for _, t := range c.refs.of(o).Spec.Targets {
+	r := c.refs.of(o)
+	for _, t := range r.Spec.Targets {
 		if t.Evaluated() && t.Reference.Name == "" {
 			out = append(out, t.Reference.Kind+"/"+o.Namespace)
 		}
+	}
+	if cp := r.Spec.Capacity; cp != nil {
+		out = append(out, cp.Selector.Kind+"/"+o.Namespace)
 	}
 	return out
 }
@@ -122,8 +130,14 @@ func (c *Controller) askWatch(o *api.Object) {
 	r := c.refs.of(o)
 	c.mu.Lock()
 	added := false
+	kinds := make([]string, 0, len(r.Spec.Targets)+1)
 	for _, t := range r.Spec.Targets {
-		k := t.Reference.Kind
+		kinds = append(kinds, t.Reference.Kind)
+	}
+	if r.Spec.Capacity != nil {
+		kinds = append(kinds, r.Spec.Capacity.Selector.Kind)
+	}
+	for _, k := range kinds {
 		if _, ok := c.watched[k]; !ok && !c.toWatch[k] {
 			c.toWatch[k] = true
 			added = true
@@ -195,6 +209,7 @@ func (c *Controller) watch(kind string) (*informer.Informer, error) {
 		return prev, nil
 	}
 	c.watched[kind] = inf
+	c.since[kind] = time.Now()
 	c.mu.Unlock()
 	// The objects an informer already holds when the handler is added
 	// (replayed to it by AddEventHandler) and those of its first list are
@@ -216,10 +231,16 @@ func (c *Controller) watch(kind string) (*informer.Informer, error) {
 		},
 		OnUpdate: func(old, o *api.Object) {
 			if old != o { // a resync delivers the same object: not a change
+				if specChanged(old, o) {
+					c.observeChange(o.UID)
+				}
 				c.targetChanged(kind, old, o)
 			}
 		},
-		OnDelete: func(o *api.Object) { c.targetChanged(kind, o, nil) },
+		OnDelete: func(o *api.Object) {
+			c.forgetChange(o.UID)
+			c.targetChanged(kind, o, nil)
+		},
 	})
 	return inf, nil
 }
@@ -239,7 +260,13 @@ func (c *Controller) targetChanged(kind string, old, o *api.Object) {
 	}
 	sel, _ := c.cleaners.ByIndex(IndexSelectors, kind+"/"+obj.Namespace)
 	for _, cl := range sel {
-		for _, t := range c.refs.of(cl).Spec.Targets {
+		r := c.refs.of(cl)
+		if cp := r.Spec.Capacity; cp != nil && cp.Selector.Kind == kind &&
+			(old != nil && matches(cp.Selector.MatchLabels, old.Labels) || o != nil && matches(cp.Selector.MatchLabels, o.Labels)) {
+			c.ctrl.Enqueue(api.Key(cl.Namespace, cl.Name))
+			continue
+		}
+		for _, t := range r.Spec.Targets {
 			if !t.Evaluated() || t.Reference.Kind != kind || t.Reference.Name != "" {
 				continue
 			}
@@ -280,6 +307,30 @@ func (s cacheSource) Get(kind, ns, name string) (*api.Object, bool, error) {
 	}
 	o, ok := inf.Get(ns, name)
 	return o, ok, nil
+}
+
+// LastChange is LastChangeTime of o with the change the controller
+// observed and the time it started watching kind.
+func (s cacheSource) LastChange(kind string, o *api.Object) time.Time {
+	s.c.mu.Lock()
+	observed, since := s.c.changed[o.UID], s.c.since[kind]
+	s.c.mu.Unlock()
+	return LastChangeTime(o, observed, since)
+}
+
+// observeChange records that the object uid changed (besides its status)
+// now.
+func (c *Controller) observeChange(uid string) {
+	c.mu.Lock()
+	c.changed[uid] = time.Now()
+	c.mu.Unlock()
+}
+
+// forgetChange forgets the change observed of the object uid (deleted).
+func (c *Controller) forgetChange(uid string) {
+	c.mu.Lock()
+	delete(c.changed, uid)
+	c.mu.Unlock()
 }
 
 func (s cacheSource) Select(kind, ns string, labels map[string]string) ([]*api.Object, error) {

@@ -80,6 +80,10 @@ func actsOfCleaner(c *api.Cleaner) []authz.Attributes {
 			add(authz.Attributes{Verb: authz.VerbDelete, Kind: ref.Kind, Name: ref.Name})
 		}
 	}
+	if cp := c.Spec.Capacity; cp != nil {
+		add(authz.Attributes{Verb: authz.VerbList, Kind: cp.Selector.Kind})
+		add(authz.Attributes{Verb: authz.VerbDelete, Kind: cp.Selector.Kind})
+	}
 	return out
 }
 

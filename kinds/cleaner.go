@@ -15,6 +15,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cleaner/condition"
+	"cairn.dev/cairn/openapi"
 	"cairn.dev/cairn/registry"
 )
 
@@ -54,6 +55,15 @@ func Cleaner(d Deps) registry.Kind {
 		})
 		return namespaced
 	}
+	var (
+		schemasOnce sync.Once
+		schemas     *condition.Schemas
+		schemasErr  error
+	)
+	typed := func() (*condition.Schemas, error) {
+		schemasOnce.Do(func() { schemas, schemasErr = kindSchemas(All(d)) })
+		return schemas, schemasErr
+	}
 	return registry.Define(registry.Spec[*api.Cleaner]{
 		Kind: api.KindCleaner, Namespaced: true, ShortNames: []string{"cln"}, Fields: []string{"spec", "status"},
 		Columns: []api.Column{
@@ -66,7 +76,11 @@ func Cleaner(d Deps) registry.Kind {
 		},
 		Default: defaultCleaner,
 		Validate: func(_ context.Context, _ *registry.Admission, c *api.Cleaner) field.ErrorList {
-			return validateCleaner(c, served(), compiler)
+			errs := validateCleaner(c, served(), compiler)
+			if len(errs) > 0 {
+				return errs
+			}
+			return typeCheckCleaner(c, typed, compiler)
 		},
 		Acts: actsOfCleaner,
 	})
@@ -100,6 +114,7 @@ func validateCleaner(c *api.Cleaner, served map[string]bool, compiler *condition
 	if len(c.Spec.Conditions) > maxCleanerConditions {
 		errs = append(errs, field.TooMany(spec.Child("conditions"), len(c.Spec.Conditions), maxCleanerConditions))
 	}
+	errs = append(errs, validateCapacity(spec.Child("capacity"), c.Spec.Capacity, served)...)
 	var vars []string
 	namesOK := true
 	seen := map[string]bool{}
@@ -145,22 +160,87 @@ func validateCleaner(c *api.Cleaner, served map[string]bool, compiler *condition
 	return errs
 }
 
-func validateTargetReference(p *field.Path, r api.TargetReference, served map[string]bool) field.ErrorList {
-	var errs field.ErrorList
-	ns, ok := served[r.Kind]
-	switch {
-	case r.Kind == "":
-		errs = append(errs, field.Required(p.Child("kind"), "a kind the server serves"))
-	case !ok:
-		errs = append(errs, field.NotSupported(p.Child("kind"), r.Kind, namespacedKinds(served)))
-	case !ns:
-		errs = append(errs, field.Invalid(p.Child("kind"), r.Kind,
-			"is cluster-scoped: a Cleaner's targets are objects of its own namespace"))
-	case r.Kind == api.KindCleaner:
-		// Every evaluation writes the Cleaner's status: Cleaners watching
-		// Cleaners would wake each other for ever.
-		errs = append(errs, field.Invalid(p.Child("kind"), r.Kind, "a Cleaner cannot target Cleaners"))
+// maxCleanerCapacity bounds spec.capacity.max.
+const maxCleanerCapacity = 1 << 20
+
+// validateCapacity checks spec.capacity: a max of at least 1, a
+// namespaced served kind (not Cleaner), valid labels, and the one order.
+func validateCapacity(p *field.Path, cp *api.CleanerCapacity, served map[string]bool) field.ErrorList {
+	if cp == nil {
+		return nil
 	}
+	var errs field.ErrorList
+	if cp.Max < 1 || cp.Max > maxCleanerCapacity {
+		errs = append(errs, field.Invalid(p.Child("max"), cp.Max,
+			fmt.Sprintf("must be between 1 and %d: how many matching objects are kept", maxCleanerCapacity)))
+	}
+	if cp.OrderBy != "" && cp.OrderBy != api.CapacityOrderByCreation {
+		errs = append(errs, field.NotSupported(p.Child("orderBy"), cp.OrderBy, []string{api.CapacityOrderByCreation}))
+	}
+	// The kind is checked as a target's is; the selector may be empty
+	// (every object of the kind).
+	sel := p.Child("selector")
+	errs = append(errs, validateTargetKind(sel.Child("kind"), cp.Selector.Kind, served)...)
+	for _, k := range slices.Sorted(maps.Keys(cp.Selector.MatchLabels)) {
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, field.Invalid(sel.Child("matchLabels").Key(k), k, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(cp.Selector.MatchLabels[k]) {
+			errs = append(errs, field.Invalid(sel.Child("matchLabels").Key(k), cp.Selector.MatchLabels[k], msg))
+		}
+	}
+	return errs
+}
+
+// kindSchemas are the OpenAPI definitions of ks, which a Cleaner's
+// conditions are type-checked against.
+func kindSchemas(ks []registry.Kind) (*condition.Schemas, error) {
+	rs := make([]openapi.Resource, 0, len(ks))
+	for _, k := range ks {
+		rs = append(rs, openapi.Resource{Info: k.KindInfo, Type: k.GoType})
+	}
+	defs, err := openapi.KindDefinitions(rs)
+	if err != nil {
+		return nil, fmt.Errorf("kinds: the schemas of Cleaner targets: %w", err)
+	}
+	return &condition.Schemas{Defs: defs, DefName: openapi.DefinitionName}, nil
+}
+
+// typeCheckCleaner type-checks c's conditions (which compile) against the
+// schemas of its targets' kinds (typed gives them): a 422 names each
+// condition that does not, with the operator and the types.
+func typeCheckCleaner(c *api.Cleaner, typed func() (*condition.Schemas, error), compiler *condition.Compiler) field.ErrorList {
+	if len(c.Spec.Conditions) == 0 {
+		return nil
+	}
+	path := field.NewPath("spec", "conditions")
+	s, err := typed()
+	if err != nil {
+		return field.ErrorList{field.InternalError(path, err)}
+	}
+	var vars []condition.TypedVar
+	for _, t := range c.Spec.Targets {
+		if t.Evaluated() {
+			vars = append(vars, condition.TypedVar{Name: t.Name, Kind: t.Reference.Kind, Selected: t.Reference.Name == ""})
+		}
+	}
+	issues, err := compiler.TypeCheck(vars, c.Spec.Conditions, s)
+	if err != nil {
+		return field.ErrorList{field.InternalError(path, err)}
+	}
+	var errs field.ErrorList
+	for _, is := range issues {
+		msg := is.Message
+		if pos := is.Position(); pos != "" {
+			msg = pos + ": " + msg
+		}
+		errs = append(errs, field.Invalid(path.Index(is.Index), clipCondition(c.Spec.Conditions[is.Index]), msg))
+	}
+	return errs
+}
+
+func validateTargetReference(p *field.Path, r api.TargetReference, served map[string]bool) field.ErrorList {
+	errs := validateTargetKind(p.Child("kind"), r.Kind, served)
 	switch {
 	case r.Name == "" && len(r.MatchLabels) == 0:
 		errs = append(errs, field.Required(p, "one of name and matchLabels"))
@@ -180,6 +260,25 @@ func validateTargetReference(p *field.Path, r api.TargetReference, served map[st
 		}
 	}
 	return errs
+}
+
+// validateTargetKind checks that kind is a namespaced kind the server
+// serves, not Cleaner.
+func validateTargetKind(p *field.Path, kind string, served map[string]bool) field.ErrorList {
+	ns, ok := served[kind]
+	switch {
+	case kind == "":
+		return field.ErrorList{field.Required(p, "a kind the server serves")}
+	case !ok:
+		return field.ErrorList{field.NotSupported(p, kind, namespacedKinds(served))}
+	case !ns:
+		return field.ErrorList{field.Invalid(p, kind, "is cluster-scoped: a Cleaner's targets are objects of its own namespace")}
+	case kind == api.KindCleaner:
+		// Every evaluation writes the Cleaner's status: Cleaners watching
+		// Cleaners would wake each other for ever.
+		return field.ErrorList{field.Invalid(p, kind, "a Cleaner cannot target Cleaners")}
+	}
+	return nil
 }
 
 func namespacedKinds(served map[string]bool) []string {

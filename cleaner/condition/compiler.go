@@ -1,6 +1,7 @@
 package condition
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 )
@@ -20,6 +21,8 @@ const maxCached = 1024
 type Compiler struct {
 	mu   sync.Mutex
 	sets map[string]compileResult
+	// checked holds TypeCheck's issues by typed variables and conditions.
+	checked map[string][]Issue
 }
 
 type compileResult struct {
@@ -28,7 +31,41 @@ type compileResult struct {
 }
 
 // NewCompiler returns an empty Compiler.
-func NewCompiler() *Compiler { return &Compiler{sets: map[string]compileResult{}} }
+func NewCompiler() *Compiler {
+	return &Compiler{sets: map[string]compileResult{}, checked: map[string][]Issue{}}
+}
+
+// TypeCheck is the package's TypeCheck, answered from the cache when the
+// same typed variables and conditions were checked before (against the
+// same schemas: a Compiler serves one set of schemas). The issues returned
+// are shared: never modified.
+func (c *Compiler) TypeCheck(vars []TypedVar, conditions []string, s *Schemas) ([]Issue, error) {
+	var b strings.Builder
+	for _, v := range vars {
+		fmt.Fprintf(&b, "%s:%s:%v\x00", v.Name, v.Kind, v.Selected)
+	}
+	key := b.String() + "\x01" + strings.Join(conditions, "\x00")
+	c.mu.Lock()
+	issues, ok := c.checked[key]
+	c.mu.Unlock()
+	if ok {
+		return issues, nil
+	}
+	issues, err := TypeCheck(vars, conditions, s)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.checked) >= maxCached {
+		for k := range c.checked {
+			delete(c.checked, k)
+			break
+		}
+	}
+	c.checked[key] = issues
+	c.mu.Unlock()
+	return issues, nil
+}
 
 // Compile is the package's Compile, answered from the cache when the same
 // variables and conditions were compiled before. The Set and issues

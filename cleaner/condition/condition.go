@@ -98,6 +98,10 @@ type Program struct {
 	// Source is the condition's text.
 	Source string
 	prg    cel.Program
+	// env and ast make a program that tracks values, to explain a
+	// failure (explain.go).
+	env *cel.Env
+	ast *cel.Ast
 }
 
 // Set is the compiled conditions of one Cleaner (of one generation). It is
@@ -148,7 +152,7 @@ func Compile(vars []string, conditions []string) (*Set, []Issue, error) {
 			issues = append(issues, Issue{Index: i, Message: err.Error()})
 			continue
 		}
-		set.Programs = append(set.Programs, Program{Source: src, prg: prg})
+		set.Programs = append(set.Programs, Program{Source: src, prg: prg, env: env, ast: ast})
 	}
 	if len(issues) > 0 {
 		return nil, issues, nil
@@ -224,7 +228,13 @@ func (p Program) eval(ctx context.Context, act map[string]any) (r Result) {
 	defer cancel()
 	val, _, err := p.prg.ContextEval(ctx, act)
 	if err != nil {
-		return Result{Err: classify(ctx, err)}
+		err = classify(ctx, err)
+		if errors.Is(err, ErrEvaluation) && strings.Contains(err.Error(), noOverload) {
+			if d := p.overloadDetail(ctx, act); d != "" {
+				err = fmt.Errorf("%w: %s", ErrEvaluation, d)
+			}
+		}
+		return Result{Err: err}
 	}
 	return boolOf(val)
 }
