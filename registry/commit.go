@@ -57,17 +57,9 @@ func (r *Registry) run(ctx context.Context, u identity.User, items []*txnItem, d
 	plans := make([]*plan, len(items))
 	lost, failures := 0, 0 // races lost; store failures
 	for attempt := 0; ; attempt++ {
-		pend := pendingOf(r, items)
-		var failed []int
-		for i, it := range items {
-			p, err := r.planItem(ctx, u, it, attempt, pend)
-			switch {
-			case errors.Is(err, errStaleRead):
-				failed = append(failed, i) // a conditional write read a newer version
-			case err != nil:
-				return nil, i, fail(err)
-			}
-			plans[i] = p
+		failed, i, err := r.planAll(ctx, u, items, attempt, plans)
+		if err != nil {
+			return nil, i, fail(err)
 		}
 		if len(failed) == 0 {
 			rev, err := r.commitAttempt(ctx, plans, dry)
@@ -100,22 +92,56 @@ func (r *Registry) run(ctx context.Context, u identity.User, items []*txnItem, d
 				return nil, -1, fail(err)
 			}
 		}
-		for _, i := range failed {
-			if err := r.explain(ctx, items, i, plans[i]); err != nil {
-				return nil, i, fail(err)
-			}
-			if lost >= items[i].maxAttempts() {
-				return nil, i, fail(items[i].exhausted())
-			}
-		}
-		if lost >= limit {
-			return nil, -1, fail(api.NewStatus(api.ReasonConflict, "the transaction's objects keep changing; retry"))
-		}
-		if err := pause(ctx, lost); err != nil {
-			return nil, -1, fail(err)
+		if i, err := r.lose(ctx, items, plans, failed, lost, limit); err != nil {
+			return nil, i, fail(err)
 		}
 		lost++
 	}
+}
+
+// planAll plans every item for this attempt into plans (see planItem). It
+// returns the items whose conditional write read a newer version than its
+// own (errStaleRead; their plans are nil); or the index of the item whose
+// planning failed and its error, which ends the write.
+func (r *Registry) planAll(ctx context.Context, u identity.User, items []*txnItem, attempt int, plans []*plan) ([]int, int, error) {
+	pend := pendingOf(r, items)
+	var failed []int
+	for i, it := range items {
+		p, err := r.planItem(ctx, u, it, attempt, pend)
+		switch {
+		case errors.Is(err, errStaleRead):
+			failed = append(failed, i) // a conditional write read a newer version
+		case err != nil:
+			return nil, i, err
+		}
+		plans[i] = p
+	}
+	return failed, -1, nil
+}
+
+// lose handles a lost race: the failed items' conditions did not hold
+// (lost races so far; limit: the most any item allows). It explains each
+// failed item (explain) and then pauses (blocking for a jittered backoff,
+// see retry.go) before the next attempt. It returns nil to try again; or
+// the index of the item that ends the write (-1 for the transaction as a
+// whole) and the error: explain's, the item's exhausted retries, Conflict
+// when the transaction's objects keep changing, or pause's when ctx ends.
+func (r *Registry) lose(ctx context.Context, items []*txnItem, plans []*plan, failed []int, lost, limit int) (int, error) {
+	for _, i := range failed {
+		if err := r.explain(ctx, items, i, plans[i]); err != nil {
+			return i, err
+		}
+		if lost >= items[i].maxAttempts() {
+			return i, items[i].exhausted()
+		}
+	}
+	if lost >= limit {
+		return -1, api.NewStatus(api.ReasonConflict, "the transaction's objects keep changing; retry")
+	}
+	if err := pause(ctx, lost); err != nil {
+		return -1, err
+	}
+	return -1, nil
 }
 
 // settled settles the unsure commits (settle): done is true when the

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -132,31 +131,6 @@ type RemoveHook func(ctx context.Context, obj *api.Object) ([]store.Cond, []stor
 // Define turns a typed Spec into a Kind.
 func Define[T api.Resource](s Spec[T]) Kind {
 	elem := reflect.TypeFor[T]().Elem()
-	newT := func() T { return reflect.New(elem).Interface().(T) }
-	decode := func(o *api.Object, strict bool) (T, error) {
-		t := newT()
-		// MarshalJSON itself: json.Marshal would scan its output again
-		// to check and compact it, and the decoder does not need that.
-		raw, err := o.MarshalJSON()
-		if err != nil {
-			return t, err
-		}
-		if strict {
-			// One strict decoding gives the object, unless a type error
-			// stopped it: the decoding below then names the field.
-			done, err := strictDecode(s.Kind, o.Name, raw, t)
-			if done || err != nil {
-				return t, err
-			}
-			t = newT()
-		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(t); err != nil {
-			return t, err
-		}
-		return t, nil
-	}
 	k := Kind{
 		KindInfo: api.KindInfo{
 			Kind: s.Kind, Plural: api.Plural(s.Kind), Namespaced: s.Namespaced,
@@ -176,69 +150,7 @@ func Define[T api.Resource](s Spec[T]) Kind {
 	for _, a := range s.Actions {
 		k.Subresources = append(k.Subresources, a.Name)
 	}
-	k.prepare = func(ctx context.Context, adm *Admission, obj, old *api.Object) (*api.Object, field.ErrorList, error) {
-		op := adm.Op
-		if s.Precheck != nil && op != OpUpdateStatus {
-			if errs := s.Precheck(obj); len(errs) > 0 {
-				return nil, errs, nil
-			}
-		}
-		// A delete's object is the stored one: only writes are checked.
-		t, err := decode(obj, op != OpDelete)
-		if st, ok := errors.AsType[*api.Status](err); ok {
-			return nil, nil, st
-		}
-		if err != nil {
-			return nil, nil, api.NewBadRequest("%s %q: %s", s.Kind, obj.Name, describeDecodeError(err))
-		}
-		// The stored object is decoded only for the hooks that read it.
-		var o T
-		if old != nil && (op == OpUpdate && (s.PrepareForUpdate != nil || s.ValidateUpdate != nil || s.Acts != nil) ||
-			op == OpUpdateStatus && s.PrepareForStatusUpdate != nil) {
-			if o, err = decode(old, false); err != nil {
-				return nil, nil, fmt.Errorf("registry: stored %s %q does not decode: %w", s.Kind, old.Name, err)
-			}
-		}
-		switch {
-		case op == OpCreate && s.PrepareForCreate != nil:
-			err = s.PrepareForCreate(ctx, adm, t)
-		case op == OpUpdate && s.PrepareForUpdate != nil:
-			err = s.PrepareForUpdate(ctx, adm, t, o)
-		case op == OpDelete && s.PrepareForDelete != nil:
-			err = s.PrepareForDelete(ctx, adm, t)
-		case op == OpUpdateStatus && old != nil && s.PrepareForStatusUpdate != nil:
-			err = s.PrepareForStatusUpdate(ctx, adm, t, o)
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		if s.Default != nil {
-			s.Default(t)
-		}
-		var errs field.ErrorList
-		switch op {
-		case OpUpdateStatus:
-			if s.ValidateStatus != nil {
-				errs = append(errs, s.ValidateStatus(ctx, adm, t)...)
-			}
-		case OpCreate, OpUpdate:
-			if s.Validate != nil {
-				errs = append(errs, s.Validate(ctx, adm, t)...)
-			}
-			if op == OpUpdate && s.ValidateUpdate != nil {
-				errs = append(errs, s.ValidateUpdate(ctx, adm, t, o)...)
-			}
-		}
-		if len(errs) > 0 {
-			return nil, errs, nil
-		}
-		adm.acts = newActs(s.Acts, op, t, o, old != nil)
-		out, err := api.FromResource(t)
-		if err != nil {
-			return nil, nil, fmt.Errorf("registry: encode %s: %w", s.Kind, err)
-		}
-		return out, nil, nil
-	}
+	k.prepare = (&typed[T]{s: s, elem: elem}).prepare
 	return k
 }
 

@@ -142,30 +142,10 @@ func (r *Registry) planCreate(ctx context.Context, adm *Admission, k *Kind, obj 
 // version (the caller decides between a retry and a Conflict).
 func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next *api.Object, cur *stored, pend pending) (*plan, error) {
 	old := cur.obj
-	if err := checkType(k, next); err != nil {
+	if err := checkUpdate(k, next, old); err != nil {
 		return nil, err
 	}
-	if next.Name != old.Name || (k.Namespaced && next.Namespace != old.Namespace) {
-		return nil, api.NewBadRequest("metadata.name and metadata.namespace cannot change")
-	}
-	if next.ResourceVersion != old.ResourceVersion {
-		return nil, errStaleRead
-	}
-	if next.UID != "" && next.UID != old.UID {
-		return nil, api.NewConflict(k.Kind, next.Name, "uid precondition failed: the object was deleted and created again")
-	}
-	var obj *api.Object
-	var metaErrs field.ErrorList
-	if adm.Op == OpUpdateStatus {
-		obj = old.DeepCopy()
-		obj.SetField(api.FieldStatus, next.Field(api.FieldStatus))
-	} else {
-		obj = next.DeepCopy()
-		obj.UID, obj.CreationTimestamp, obj.DeletionTimestamp = old.UID, old.CreationTimestamp, old.DeletionTimestamp
-		obj.Generation, obj.GenerateName = old.Generation, old.GenerateName
-		obj.SetField(api.FieldStatus, old.Field(api.FieldStatus))
-		metaErrs = append(r.validateMeta(k, obj, old), validateFinalizerChange(old, obj)...)
-	}
+	obj, metaErrs := r.mergeUpdate(k, adm.Op, next, old)
 	out, errs, err := k.prepare(ctx, adm, obj, old)
 	if err != nil {
 		return nil, err
@@ -204,6 +184,52 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 		p.self, p.ops, p.gone = append(p.self, conds...), append(ops, store.Del(key)), true
 		return p, nil
 	}
+	return r.planPut(k, p, out, cur)
+}
+
+// checkUpdate refuses an update of old to next that no merge can make
+// valid: a wrong kind (checkType), a new name or namespace (BadRequest),
+// another uid (Conflict); errStaleRead when next is not at old's version.
+// It is pure.
+func checkUpdate(k *Kind, next, old *api.Object) error {
+	if err := checkType(k, next); err != nil {
+		return err
+	}
+	if next.Name != old.Name || (k.Namespaced && next.Namespace != old.Namespace) {
+		return api.NewBadRequest("metadata.name and metadata.namespace cannot change")
+	}
+	if next.ResourceVersion != old.ResourceVersion {
+		return errStaleRead
+	}
+	if next.UID != "" && next.UID != old.UID {
+		return api.NewConflict(k.Kind, next.Name, "uid precondition failed: the object was deleted and created again")
+	}
+	return nil
+}
+
+// mergeUpdate is the object an update of old to next (by op) would store,
+// before the kind's hooks: for a status write old with next's status; else
+// next with old's server-set fields and status, and the metadata errors of
+// that change. It modifies neither next nor old.
+func (r *Registry) mergeUpdate(k *Kind, op Operation, next, old *api.Object) (*api.Object, field.ErrorList) {
+	if op == OpUpdateStatus {
+		obj := old.DeepCopy()
+		obj.SetField(api.FieldStatus, next.Field(api.FieldStatus))
+		return obj, nil
+	}
+	obj := next.DeepCopy()
+	obj.UID, obj.CreationTimestamp, obj.DeletionTimestamp = old.UID, old.CreationTimestamp, old.DeletionTimestamp
+	obj.Generation, obj.GenerateName = old.Generation, old.GenerateName
+	obj.SetField(api.FieldStatus, old.Field(api.FieldStatus))
+	return obj, append(r.validateMeta(k, obj, old), validateFinalizerChange(old, obj)...)
+}
+
+// planPut completes p, the update of the stored cur to out, with its put:
+// none when out would store what cur holds (p then confirms cur's object),
+// else out sealed (encrypted for an encrypted kind). Errors: out does not
+// encode or seal, or it is over the object size limit (checkObjectSize).
+func (r *Registry) planPut(k *Kind, p *plan, out *api.Object, cur *stored) (*plan, error) {
+	old := cur.obj
 	plain, err := storedJSON(k, out)
 	if err != nil {
 		return nil, err
@@ -223,7 +249,7 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 	if err := r.checkObjectSize(k, out, raw, cur.size); err != nil {
 		return nil, err
 	}
-	p.ops, p.size, p.grows, p.raw = []store.Op{store.Put(key, raw)}, int64(len(raw)), grows(raw, cur.size), raw
+	p.ops, p.size, p.grows, p.raw = []store.Op{store.Put(p.key, raw)}, int64(len(raw)), grows(raw, cur.size), raw
 	return p, nil
 }
 

@@ -19,7 +19,7 @@
 //	  └─ run: the one commit path, retrying until done        [commit.go]
 //	     ├─ lockUnconditional: writes without a resourceVersion
 //	     │    to one object wait for each other (keyLocks)    [txn.go, retry.go]
-//	     ├─ planItem, per item, each attempt                  [commit.go]
+//	     ├─ planAll → planItem, per item, each attempt        [commit.go]
 //	     │    readForWrite: the watch cache, a local read, or
 //	     │      linearizable after a lost race                [codec.go]
 //	     │    planCreate | planUpdate | planDelete: defaults,
@@ -30,8 +30,9 @@
 //	     │    checkSpace, checkTxnSize, commitWithinLimits    [space.go, txnsize.go, limits.go]
 //	     │    txn: fenced by the caller's Lease if any        [fence.go]
 //	     │    store.Txn
-//	     ├─ on store.ErrPrecondition: failing (which plan), explain
-//	     │    (retry, or Conflict / AlreadyExists / NotFound) [commit.go, namespace.go]
+//	     ├─ on store.ErrPrecondition: failing (which plan), lose:
+//	     │    explain (retry, or Conflict / AlreadyExists /
+//	     │    NotFound)                                       [commit.go, namespace.go]
 //	     ├─ on an unavailable or timed-out store: settle the
 //	     │    unsure commits, back off, retry                 [outcome.go]
 //	     └─ pause: jittered backoff between retries           [retry.go]

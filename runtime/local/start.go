@@ -119,73 +119,17 @@ func (r *Runtime) recordUser(u *unit) error {
 // It records failures in the unit and returns an error only when ctx ends
 // while it waits for the supervisor's report.
 func (r *Runtime) launch(ctx context.Context, u *unit, spec runtime.Spec) error {
-	failed := func(format string, args ...any) error {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		rec := u.rec
-		rec.State = runtime.State{Phase: runtime.PhaseFailed, ExitCode: -1,
-			Reason: fmt.Sprintf(format, args...), Ended: r.opts.Now()}
-		r.commit(u, rec)
-		return nil
-	}
 	rec, _, _ := u.snapshot()
-	user := rec.User.credential()
-	ws := filepath.Join(u.dir, workspaceName)
-	dir, err := prepareWorkspace(ws, spec, user)
+	l, err := prepareLaunch(u, spec, rec.User.credential())
 	if err != nil {
-		return failed("cannot prepare the workspace: %v", err)
+		return r.failLaunch(u, err)
 	}
-	env := unitEnv(spec, ws)
-	pathEnv := defaultPath
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathEnv = v
-		}
-	}
-	exe, err := lookPath(spec.Argv[0], pathEnv, dir)
+	sup, launchW, reportR, err := r.spawnSupervisor(u)
 	if err != nil {
-		return failed("%v", err)
-	}
-
-	logFile, err := os.OpenFile(filepath.Join(u.dir, logFileName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return failed("cannot create the log: %v", err)
-	}
-	defer logFile.Close()
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		return failed("cannot open %s: %v", os.DevNull, err)
-	}
-	defer devnull.Close()
-	launchR, launchW, err := os.Pipe()
-	if err != nil {
-		return failed("cannot create a pipe: %v", err)
+		return r.failLaunch(u, err)
 	}
 	defer launchW.Close()
-	reportR, reportW, err := os.Pipe()
-	if err != nil {
-		_ = launchR.Close()
-		return failed("cannot create a pipe: %v", err)
-	}
 	defer reportR.Close()
-	p, err := os.StartProcess("/proc/self/exe", []string{r.exe, supervisorArg, u.dir}, &os.ProcAttr{
-		Env:   []string{supervisorEnv + "=" + supervisorProtocol},
-		Files: []*os.File{devnull, logFile, logFile, launchR, reportW},
-		Sys:   &syscall.SysProcAttr{Setsid: true},
-	})
-	_ = launchR.Close()
-	_ = reportW.Close()
-	if err != nil {
-		return failed("cannot start the unit's supervisor: %v", err)
-	}
-	sup, err := identify(p.Pid, r.boot) // an unreaped child: always readable
-	if err != nil {
-		sup = procID{Pid: p.Pid, Boot: r.boot}
-	}
-	_ = p.Release() // reaped by the monitor, through alive
-	r.mu.Lock()
-	r.children[sup.Pid] = sup
-	r.mu.Unlock()
 
 	// The supervisor is on record before the command is launched, so a
 	// restarted owner can tell "never launched" from "launched".
@@ -195,7 +139,7 @@ func (r *Runtime) launch(ctx context.Context, u *unit, spec runtime.Spec) error 
 	r.commit(u, rec)
 	u.mu.Unlock()
 
-	if err := json.NewEncoder(launchW).Encode(launch{Path: exe, Argv: spec.Argv, Env: env, Dir: dir, User: user}); err != nil {
+	if err := json.NewEncoder(launchW).Encode(l); err != nil {
 		r.log.Warn("cannot hand the launch to the supervisor", "unit", u.id, "err", err)
 	}
 	_ = launchW.Close()
@@ -208,6 +152,93 @@ func (r *Runtime) launch(ctx context.Context, u *unit, spec runtime.Spec) error 
 	// Whatever the report says (or if the supervisor died before it said
 	// anything), proc.json and exit.json tell the same, durably.
 	return nil
+}
+
+// failLaunch records in u that it Failed for reason (its message) and
+// returns nil: launch's failures are told by the unit's state.
+func (r *Runtime) failLaunch(u *unit, reason error) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	rec := u.rec
+	rec.State = runtime.State{Phase: runtime.PhaseFailed, ExitCode: -1,
+		Reason: reason.Error(), Ended: r.opts.Now()}
+	r.commit(u, rec)
+	return nil
+}
+
+// prepareLaunch prepares u's workspace (prepareWorkspace, given to user
+// unless nil) and returns what the supervisor is to run: the spec's
+// command, found on its PATH, with its environment, in its working
+// directory. Errors: the workspace cannot be made, or the command is not
+// found; the message says which.
+func prepareLaunch(u *unit, spec runtime.Spec, user *credential) (launch, error) {
+	ws := filepath.Join(u.dir, workspaceName)
+	dir, err := prepareWorkspace(ws, spec, user)
+	if err != nil {
+		return launch{}, fmt.Errorf("cannot prepare the workspace: %w", err)
+	}
+	env := unitEnv(spec, ws)
+	pathEnv := defaultPath
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	exe, err := lookPath(spec.Argv[0], pathEnv, dir)
+	if err != nil {
+		return launch{}, err
+	}
+	return launch{Path: exe, Argv: spec.Argv, Env: env, Dir: dir, User: user}, nil
+}
+
+// spawnSupervisor starts u's supervisor (supervisor.go) in a session of
+// its own, its output appended to u's log, and notes it among the
+// runtime's children (reaped by the monitor). It returns the supervisor
+// and the pipe ends it reads its launch from (launchW) and writes its
+// report to (reportR), which the caller closes. Errors: the log, /dev/null,
+// a pipe or the process cannot be made; the message says which.
+func (r *Runtime) spawnSupervisor(u *unit) (sup procID, launchW, reportR *os.File, err error) {
+	logFile, err := os.OpenFile(filepath.Join(u.dir, logFileName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return sup, nil, nil, fmt.Errorf("cannot create the log: %w", err)
+	}
+	defer logFile.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return sup, nil, nil, fmt.Errorf("cannot open %s: %w", os.DevNull, err)
+	}
+	defer devnull.Close()
+	launchR, launchW, err := os.Pipe()
+	if err != nil {
+		return sup, nil, nil, fmt.Errorf("cannot create a pipe: %w", err)
+	}
+	reportR, reportW, err := os.Pipe()
+	if err != nil {
+		_ = launchR.Close()
+		_ = launchW.Close()
+		return sup, nil, nil, fmt.Errorf("cannot create a pipe: %w", err)
+	}
+	p, err := os.StartProcess("/proc/self/exe", []string{r.exe, supervisorArg, u.dir}, &os.ProcAttr{
+		Env:   []string{supervisorEnv + "=" + supervisorProtocol},
+		Files: []*os.File{devnull, logFile, logFile, launchR, reportW},
+		Sys:   &syscall.SysProcAttr{Setsid: true},
+	})
+	_ = launchR.Close()
+	_ = reportW.Close()
+	if err != nil {
+		_ = launchW.Close()
+		_ = reportR.Close()
+		return sup, nil, nil, fmt.Errorf("cannot start the unit's supervisor: %w", err)
+	}
+	sup, err = identify(p.Pid, r.boot) // an unreaped child: always readable
+	if err != nil {
+		sup = procID{Pid: p.Pid, Boot: r.boot}
+	}
+	_ = p.Release() // reaped by the monitor, through alive
+	r.mu.Lock()
+	r.children[sup.Pid] = sup
+	r.mu.Unlock()
+	return sup, launchW, reportR, nil
 }
 
 // unitEnv is the unit's whole environment: the spec's, plus the workspace
