@@ -179,6 +179,10 @@ func (h *handler) trace(w http.ResponseWriter, r *http.Request) {
 		h.dependents(w, r) // dependents.go
 		return
 	}
+	if strings.HasSuffix(r.URL.Path, "/"+api.ActionLogs) {
+		h.logs(w, r) // logs.go
+		return
+	}
 	segs := strings.Split(strings.TrimPrefix(r.URL.Path, api.BasePath+"/"), "/")
 	var ns, plural, name string
 	switch {

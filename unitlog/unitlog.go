@@ -59,8 +59,14 @@ func New(c client.Interface, rt runtime.Runtime, max int) *Keeper {
 // Max is how many bytes of a unit's output are kept.
 func (k *Keeper) Max() int { return k.max }
 
-// Kept reports whether this process already kept the unit's output. It
-// does not block.
+func (k *Keeper) done(id string) {
+	k.mu.Lock()
+	k.kept[id] = true
+	k.mu.Unlock()
+}
+
+// Kept reports whether this process already kept the unit's output (or
+// was refused for good: ErrNotKept). It does not block.
 func (k *Keeper) Kept(id string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -101,12 +107,11 @@ func (k *Keeper) Keep(ctx context.Context, ns string, owner api.OwnerReference, 
 	}
 	switch r := api.ReasonOf(err); {
 	case err == nil, r == api.ReasonAlreadyExists:
-		k.mu.Lock()
-		k.kept[id] = true
-		k.mu.Unlock()
+		k.done(id)
 		return nil
 	case r == api.ReasonTooLarge, r == api.ReasonInsufficientStorage, r == api.ReasonForbidden, r == api.ReasonInvalid,
 		r == api.ReasonNotFound:
+		k.done(id) // not tried again by this process
 		return fmt.Errorf("%w: %s: %w", ErrNotKept, id, err)
 	}
 	return fmt.Errorf("unitlog: keep the output of %s: %w", id, err)
@@ -119,11 +124,13 @@ func (k *Keeper) read(ctx context.Context, id string) ([]byte, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	return readTail(rc, k.max)
+	return ReadTail(rc, k.max)
 }
 
-// readTail reads r to its end, holding at most about 2*max bytes.
-func readTail(r io.Reader, max int) ([]byte, error) {
+// ReadTail reads r to its end and returns at least its last max bytes
+// (at most about 2*max: cut them with Tail), holding no more meanwhile.
+// It blocks on r. Errors: r's, but io.EOF.
+func ReadTail(r io.Reader, max int) ([]byte, error) {
 	var buf []byte
 	chunk := make([]byte, 64<<10)
 	for {
