@@ -366,6 +366,7 @@ func (s *Scheduler) removeUnits(ctx context.Context, uid string) error {
 			delete(s.cleaned, u.ID)
 			delete(s.unknown, u.ID)
 			s.mu.Unlock()
+			s.keep.Forget(u.ID)
 		}
 	}
 	return nil

@@ -301,6 +301,9 @@ func (d *Deployer) removeAll(ctx context.Context, uid string) error {
 			if err := d.rt.Remove(ctx, u.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 				return fmt.Errorf("container: remove unit %s: %w", u.ID, err)
 			}
+			if d.keep != nil {
+				d.keep.Forget(u.ID)
+			}
 		}
 	}
 	return nil
