@@ -40,6 +40,8 @@ type HandlerOptions struct {
 // address: /healthz, /readyz (the API server answers), /metrics and the
 // traces of its controllers under the API's paths
 // (GET /apis/cairn.dev/v1alpha1/[namespaces/{ns}/]{plural}/{name}/trace),
+// what a deletion would take (.../dependents) and the logs of the units its
+// runtime holds (.../events/{name}/logs, .../deployitems/{name}/logs: logs.go),
 // which API servers forward to the leader.
 //
 // It keeps no tokens of its own: every request but /healthz and /readyz
