@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"kinds":                        {"api", "authz", "identity", "registry", "cleaner/condition", "blueprint", "deployer/kube/config", "openapi"},
 	"auth":                         {"api", "identity", "store", "internal/privfile"},
 	"authz":                        {"api", "identity"},
-	"server":                       {"api", "auth", "authz", "column", "console", "identity", "pki", "registry", "kinds", "store", "server", "trace"},
+	"server":                       {"api", "auth", "authz", "column", "console", "identity", "logsource", "pki", "registry", "kinds", "store", "server", "trace"},
 	// The web console's embedded assets: a client of the public API, in
 	// the browser; the Go side only serves files.
 	"console": {},
@@ -58,24 +58,30 @@ var allowed = map[string][]string{
 	"cleaner":           {"api", "client", "controller", "informer", "manager", "trace", "cleaner/condition"},
 	"commitstatus":      {"api", "controller", "informer", "manager", "trace"}, // GitHub commit statuses of github Gateways' Events
 	"controllers":       {"api", "client", "manager", "gc", "cleaner", "commitstatus", "scheduler", "informer", "controller", "trace", "execution", "deployitem", "deployer", "installation", "target"},
-	"scheduler":         {"api", "client", "controller", "informer", "manager", "runtime", "trace"},
+	"scheduler":         {"api", "client", "controller", "informer", "manager", "runtime", "trace", "unitlog"},
 	"gc":                {"api", "conflict", "client", "controller", "informer", "manager", "trace"},
 	// runtime/kubernetes re-reads its Secret records on Conflict at
 	// conflict's pace.
 	"runtime": {"runtime", "conflict"},
 	// The event service: the rules of the event endpoints, over the registry.
-	"event": {"api", "conflict", "auth", "authz", "identity", "kinds", "registry", "runtime", "store"},
+	"event": {"api", "conflict", "auth", "authz", "identity", "kinds", "logsource", "registry", "runtime", "store"},
 	// The Gateways' webhook endpoint: deliveries checked and mapped, then
 	// fanned out by the event service.
 	"gateway":      {"api", "event", "identity", "registry"},
 	"etcdelection": {},
+	// The logs of units served by any API server: the runtime's, the
+	// kept tails (read through the registry) or the leader's.
+	"logsource": {"api", "identity", "registry", "runtime"},
+	// The tails of units' output kept through the API by the controllers
+	// that ran them.
+	"unitlog": {"api", "client", "runtime"},
 	// The deployment controllers (the deployer entry covers its types).
 	"execution":  {"api", "client", "controller", "informer", "manager", "trace"},
 	"deployitem": {"api", "client", "controller", "informer", "manager", "trace"},
 	// The target controller: the reachability of kubernetes-cluster
 	// Targets, and the cache of their clients deployers take.
 	"target":   {"api", "client", "controller", "informer", "manager", "trace"},
-	"deployer": {"api", "conflict", "client", "controller", "informer", "manager", "trace", "runtime", "deployer", "deployer/kube/config", "target"},
+	"deployer": {"api", "conflict", "client", "controller", "informer", "manager", "trace", "runtime", "deployer", "deployer/kube/config", "target", "unitlog"},
 	// deployer/kube/config: the Kubernetes deploy item configs, pure, shared with admission.
 	"deployer/kube/config": {},
 	// The installation controller and the blueprint rendering it (and
@@ -136,7 +142,7 @@ var testOnly = append(slices.Clone(testSupport),
 // new package — is an API client and may not, whatever its table entry
 // says; its tests may use the test servers (server/servertest,
 // store/storetest, internal/testkit) but not server or store themselves.
-var storeSide = []string{"store", "registry", "event", "gateway", "registry/internal/watchcache", "registry/internal/usage", "kinds", "auth", "authz", "server", "client/local", "daemon",
+var storeSide = []string{"store", "registry", "event", "gateway", "logsource", "registry/internal/watchcache", "registry/internal/usage", "kinds", "auth", "authz", "server", "client/local", "daemon",
 	"cli", "cmd", "bench", "store/storetest", "server/servertest", "cli/clitest", "internal/testkit"}
 
 // storePackages are what the client side may not import.

@@ -51,6 +51,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cleaner"
 	"cairn.dev/cairn/commitstatus"
 	"cairn.dev/cairn/deployer/container"
@@ -81,6 +82,9 @@ type Config struct {
 	EventMaxWorkers  int
 	EventMaxJobs     int
 	EventGracePeriod time.Duration
+	// LogTailBytes is how much of each ended unit's output (workers, jobs,
+	// container deploy items) is kept through the API; 0: the default.
+	LogTailBytes int
 }
 
 // CheckEvents refuses event settings that cannot work, naming the flag.
@@ -92,6 +96,8 @@ func (c Config) CheckEvents() error {
 		return fmt.Errorf("--event-max-jobs must not be negative, got %d", c.EventMaxJobs)
 	case c.EventGracePeriod < 0:
 		return fmt.Errorf("--event-grace-period must not be negative, got %s", c.EventGracePeriod)
+	case c.LogTailBytes < 0:
+		return fmt.Errorf("--log-tail-bytes must not be negative, got %d: the bytes of each ended unit's output kept through the API", c.LogTailBytes)
 	}
 	return nil
 }
@@ -102,6 +108,9 @@ func (c *Config) AddEventFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.EventMaxJobs, "event-max-jobs", scheduler.DefaultMaxJobs, "event jobs running at once, over every project")
 	fs.DurationVar(&c.EventGracePeriod, "event-grace-period", scheduler.DefaultGracePeriod,
 		"how long the workspace of a worker or job that ended stays before it is cleaned up (logs stay until the event is deleted)")
+	fs.IntVar(&c.LogTailBytes, "log-tail-bytes", api.DefaultLogTailBytes,
+		"how many bytes of the end of each worker's, job's and container deploy item's output are kept through the API when it ends "+
+			"(counted in the namespace's bytes; served by `cairn logs` once the runtime no longer has them)")
 }
 
 // List returns every controller, configured by cfg, in the order they
@@ -117,7 +126,9 @@ func List(cfg Config) []manager.Controller {
 			return deployitem.Setup(t, deployitem.Options{Timeouts: cfg.DeployItemTimeouts})
 		}},
 		{Name: "deployer-mock", Setup: mock.Setup},
-		{Name: "deployer-container", Setup: container.Setup},
+		{Name: "deployer-container", Setup: func(t *manager.Term) error {
+			return container.SetupWith(t, container.Options{LogTailBytes: cfg.LogTailBytes})
+		}},
 		{Name: "deployer-manifest", Setup: func(t *manager.Term) error {
 			return manifest.Setup(t, manifest.Options{ProgressingTimeout: cfg.DeployItemTimeouts.Progressing})
 		}},
@@ -125,7 +136,8 @@ func List(cfg Config) []manager.Controller {
 		{Name: "target", Setup: func(t *manager.Term) error { return target.Setup(t, target.Options{}) }},
 		{Name: "cleaner", Setup: func(t *manager.Term) error { return cleaner.Setup(t, cleaner.Options{}) }},
 		{Name: "events", Setup: func(t *manager.Term) error {
-			return scheduler.Setup(t, scheduler.Options{MaxWorkers: cfg.EventMaxWorkers, MaxJobs: cfg.EventMaxJobs, GracePeriod: cfg.EventGracePeriod})
+			return scheduler.Setup(t, scheduler.Options{MaxWorkers: cfg.EventMaxWorkers, MaxJobs: cfg.EventMaxJobs, GracePeriod: cfg.EventGracePeriod,
+				LogTailBytes: cfg.LogTailBytes})
 		}},
 		{Name: "commitstatus", Setup: func(t *manager.Term) error { return commitstatus.Setup(t, commitstatus.Options{}) }},
 	}

@@ -261,6 +261,7 @@ func start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err != nil {
 		return d, err
 	}
+	events.Logs().SetForwarder(d.http) // logs held by the controllers' leader
 	d.writeConfigs()
 	d.serve()
 	d.log.Info("cairn server ready", "url", d.URL(), "dataDir", opts.DataDir, "etcd", endpoints, "controllers", len(opts.Controllers))

@@ -57,7 +57,8 @@ func (d *Daemon) openRegistry(ctx context.Context, events *event.Service) error 
 	if err != nil {
 		return err
 	}
-	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now, EventActions: events.Actions(), EventRemoveWrites: events.RemoveWrites}), Encryption: enc,
+	d.registry, err = registry.New(d.store, registry.Options{Kinds: kinds.All(kinds.Deps{Now: time.Now, EventActions: events.Actions(), EventRemoveWrites: events.RemoveWrites,
+		DeployItemActions: events.Logs().DeployItemActions()}), Encryption: enc,
 		NamespaceMaxObjects: o.NamespaceMaxObjects, NamespaceMaxBytes: o.NamespaceMaxBytes,
 		Authorize: []authz.Rule{authz.AllowUnscoped, events.Authorize}, Authority: events,
 		BookmarkInterval: o.BookmarkInterval, Logger: d.log, MaxTxnOps: o.MaxTxnOps, MaxObjectBytes: o.MaxObjectBytes,

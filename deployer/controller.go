@@ -451,27 +451,12 @@ func (k *Controller) resolve(ctx context.Context, item *Item) error {
 }
 
 // RunID is the id of a run: "di-<uid>-<generation>-<unix seconds>",
-// lower-case, at most runtime.MaxIDLength characters.
-func RunID(uid string, gen int64, at time.Time) string {
-	return fmt.Sprintf("di-%s-%d-%d", sanitize(uid), gen, at.Unix())
-}
+// lower-case, at most runtime.MaxIDLength characters
+// (api.DeployItemRunID: the API serves the run's logs by it).
+func RunID(uid string, gen int64, at time.Time) string { return api.DeployItemRunID(uid, gen, at) }
 
 // RunPrefix is the prefix of every run id of the item with uid.
-func RunPrefix(uid string) string { return "di-" + sanitize(uid) + "-" }
-
-func sanitize(uid string) string {
-	ok := len(uid) <= 64
-	for _, c := range uid {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			ok = false
-		}
-	}
-	if ok {
-		return uid
-	}
-	sum := sha256.Sum256([]byte(uid))
-	return hex.EncodeToString(sum[:12])
-}
+func RunPrefix(uid string) string { return api.DeployItemRunPrefix(uid) }
 
 // publish writes exports into the item's export DataObject
 // (client.Publish: created, or updated unless it holds them already).

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -15,8 +13,8 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/conflict"
 	"cairn.dev/cairn/kinds"
+	"cairn.dev/cairn/logsource"
 	"cairn.dev/cairn/registry"
-	"cairn.dev/cairn/runtime"
 )
 
 // maxJobName bounds a job's name (its runtime unit ID holds it).
@@ -91,61 +89,24 @@ func (s *Service) CreateJob(ctx context.Context, ns, name string, jr JobRequest)
 }
 
 // handleLogs serves GET .../events/{name}/logs?job=J&follow=true: the
-// output of the event's worker, or of its job J, from the runtime (which
-// keeps it until the event is deleted). Errors: NotFound (the event, the
-// job, or output not yet there: the unit never started), ServiceUnavailable
-// (this process holds no runtime).
+// output of the event's worker, or of its job J, from this process's
+// runtime, the tail kept through the API once it ended, or the process
+// leading the controllers (logsource.Source.Open). Errors: NotFound (the
+// event, the job, or output not yet there: the unit never started); the
+// source's.
 func (s *Service) handleLogs(ctx context.Context, req registry.ActionRequest) (registry.ActionResult, error) {
 	ev, err := s.getEvent(ctx, req.Namespace, req.Name)
 	if err != nil {
 		return registry.ActionResult{}, err
 	}
-	id := api.WorkerUnitID(ev.UID)
-	if job := req.Query.Get("job"); job != "" {
-		found := false
-		for _, j := range ev.Status.Jobs {
-			found = found || j.Name == job
-		}
-		if !found {
-			return registry.ActionResult{}, api.NewStatus(api.ReasonNotFound, "event %s has no job %q", req.Name, job)
-		}
-		id = api.JobUnitID(ev.UID, job)
-	}
-	rt := s.runtime()
-	if rt == nil {
-		return registry.ActionResult{}, api.NewStatus(api.ReasonUnavailable,
-			"this server runs no controllers, so it holds no logs: ask the server that runs them")
-	}
-	follow := req.Query.Get("follow") == "true"
-	rc, err := rt.Logs(ctx, id, runtime.LogOptions{Follow: follow})
-	if errors.Is(err, runtime.ErrNotFound) {
-		return registry.ActionResult{}, api.NewStatus(api.ReasonNotFound, "no logs for %s yet: it has not started", id)
-	}
+	id, err := api.EventLogUnit(ev, req.Query.Get("job"))
 	if err != nil {
 		return registry.ActionResult{}, err
 	}
-	return registry.ActionResult{Stream: func(ctx context.Context, w io.Writer, flush func()) error {
-		defer rc.Close()
-		stop := context.AfterFunc(ctx, func() { rc.Close() })
-		defer stop()
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := rc.Read(buf)
-			if n > 0 {
-				if _, werr := w.Write(buf[:n]); werr != nil {
-					return werr
-				}
-				flush()
-			}
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
-			}
-		}
-	}}, nil
+	rc, err := s.opts.Logs.Open(ctx, logsource.Request{Namespace: req.Namespace, Unit: id, Follow: req.Query.Get("follow") == "true",
+		Path: logsource.LogsPath(api.KindEvent, req.Namespace, req.Name), Query: req.Query})
+	if err != nil {
+		return registry.ActionResult{}, err
+	}
+	return logsource.Stream(rc), nil
 }

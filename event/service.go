@@ -21,6 +21,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/identity"
+	"cairn.dev/cairn/logsource"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/runtime"
 )
@@ -31,6 +32,9 @@ type Options struct {
 	Now func() time.Time
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// Logs is where the logs of workers and jobs are read from; default a
+	// source of its own, bound with the service (Bind).
+	Logs *logsource.Source
 }
 
 // Service serves the event endpoints. Build it with New, give its Actions
@@ -65,16 +69,21 @@ func New(opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Logs == nil {
+		opts.Logs = &logsource.Source{}
+	}
 	return &Service{opts: opts, grants: map[string]grant{}, snaps: map[string]*snapshot{}}
 }
 
 // Bind gives the service the registry it acts on and the runtime whose
-// logs it serves (nil: logs are answered 503, as on an API server that runs
-// no controllers). Call it once the registry is built, before serving.
+// logs it serves first (nil: it runs no controllers, and logs come from
+// the kept tails or the leader: Options.Logs). Call it once the registry
+// is built, before serving.
 func (s *Service) Bind(reg *registry.Registry, rt runtime.Runtime) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reg, s.rt = reg, rt
+	s.opts.Logs.Bind(reg, rt)
 }
 
 func (s *Service) registry() (*registry.Registry, error) {
@@ -84,12 +93,6 @@ func (s *Service) registry() (*registry.Registry, error) {
 		return nil, api.NewStatus(api.ReasonUnavailable, "the event service is not ready")
 	}
 	return s.reg, nil
-}
-
-func (s *Service) runtime() runtime.Runtime {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.rt
 }
 
 // system is ctx acting as the system: the service's own reads and writes,
@@ -158,3 +161,8 @@ func eventList(evs []*api.Object) *api.List {
 	}
 	return &api.List{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindEvent + "List"}, Items: evs}
 }
+
+// Logs is the source the service reads the logs of workers and jobs from
+// (Options.Logs): the process wires the deploy items' logs and the
+// forwarding to the controllers' leader on it too.
+func (s *Service) Logs() *logsource.Source { return s.opts.Logs }

@@ -23,6 +23,9 @@ type Deps struct {
 	// EventRemoveWrites remove an event's system records with it (package
 	// event's Service.RemoveWrites); nil: events have none.
 	EventRemoveWrites registry.RemoveHook
+	// DeployItemActions are the deploy item endpoints (package logsource's
+	// Source.DeployItemActions: its logs); nil: only the plain verbs.
+	DeployItemActions []registry.Action
 }
 
 // All returns the definitions of every served kind, built with d. (The
@@ -37,12 +40,18 @@ func All(d Deps) []registry.Kind {
 		Blueprint(),
 		everyday(Installation()),
 		everyday(Execution()),
-		everyday(DeployItem()),
+		everyday(withActions(DeployItem(), d.DeployItemActions)),
 		everyday(Project()),
 		everyday(eventKind(d.EventActions, d.EventRemoveWrites)),
 		everyday(Cleaner(d)),
 		Gateway(),
 	}
+}
+
+// withActions adds acts to k's endpoints.
+func withActions(k registry.Kind, acts []registry.Action) registry.Kind {
+	k.Actions = append(k.Actions, acts...)
+	return k
 }
 
 // everyday puts k in the "all" category: the kinds `kubectl get all`

@@ -45,6 +45,8 @@ type HandlerOptions struct {
 // HandlerOptions.Ready passes), /metrics and the
 // traces of its controllers under the API's paths
 // (GET /apis/cairn.dev/v1alpha1/[namespaces/{ns}/]{plural}/{name}/trace),
+// what a deletion would take (.../dependents) and the logs of the units its
+// runtime holds (.../events/{name}/logs, .../deployitems/{name}/logs: logs.go),
 // which API servers forward to the leader.
 //
 // It keeps no tokens of its own: every request but /healthz and /readyz
@@ -188,6 +190,10 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 func (h *handler) trace(w http.ResponseWriter, r *http.Request) {
 	if strings.HasSuffix(r.URL.Path, "/"+api.ActionDependents) {
 		h.dependents(w, r) // dependents.go
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, "/"+api.ActionLogs) {
+		h.logs(w, r) // logs.go
 		return
 	}
 	segs := strings.Split(strings.TrimPrefix(r.URL.Path, api.BasePath+"/"), "/")

@@ -37,6 +37,9 @@ type Observed struct {
 	UnknownTimeout time.Duration
 	// Cleaned reports that this process already cleaned its unit up.
 	Cleaned bool
+	// Output is the last lines of the output of a unit that exited with
+	// a non-zero code ("" when there is none): a FAILED status quotes it.
+	Output string
 }
 
 // Plan is what to do about one worker or job.
@@ -225,6 +228,9 @@ func observe(o Observed, now time.Time, grace time.Duration) Plan {
 		p.Phase, p.Reason = api.PhaseFailed, fmt.Sprintf("exited with code %d", code)
 		if st.Reason != "" {
 			p.Reason += ": " + st.Reason
+		}
+		if o.Output != "" {
+			p.Reason += "; output ends with: " + o.Output
 		}
 		p.Why = "its unit failed: " + p.Reason
 		return p

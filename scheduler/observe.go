@@ -75,6 +75,9 @@ func (s *Scheduler) reconcile(ctx context.Context, key string) (controller.Resul
 	if done {
 		return res, err
 	}
+	if err := s.keepLogs(ctx, cur, sights); err != nil {
+		return controller.Result{}, err
+	}
 	acts := ob.acts
 	if len(ob.starts) > 0 {
 		plans, units := s.startClaimed(ctx, cur, sights, ob.starts, now)
@@ -363,6 +366,7 @@ func (s *Scheduler) removeUnits(ctx context.Context, uid string) error {
 			delete(s.cleaned, u.ID)
 			delete(s.unknown, u.ID)
 			s.mu.Unlock()
+			s.keep.Forget(u.ID)
 		}
 	}
 	return nil

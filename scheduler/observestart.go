@@ -34,6 +34,7 @@ func (s *Scheduler) sight(ctx context.Context, ev *api.Event, now time.Time) ([]
 		}
 		sg.o.UnknownSince = s.unknownSince(sg.unit, sg.o.Phase, sg.o.Unit, now)
 		sg.o.Cleaned = s.isCleaned(sg.unit)
+		sg.o.Output = s.failedOutput(ctx, *sg)
 	}
 	return sights, nil
 }

@@ -18,6 +18,7 @@ import (
 	"cairn.dev/cairn/informer"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/runtime"
+	"cairn.dev/cairn/unitlog"
 )
 
 // Defaults of Options.
@@ -73,6 +74,9 @@ type Options struct {
 	BuildUnit func(UnitInput) (runtime.Spec, error)
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// LogTailBytes is how much of each ended unit's output is kept
+	// through the API (package unitlog); default api.DefaultLogTailBytes.
+	LogTailBytes int
 }
 
 // Scheduler is the event scheduler and observer: one controller keyed by
@@ -110,6 +114,8 @@ type Scheduler struct {
 	watching map[string]bool
 	// decoded caches the events the last pass decoded, by key.
 	decoded map[string]cachedEvent
+	// keep keeps the output of ended units through the API.
+	keep *unitlog.Keeper
 }
 
 // newScheduler builds a scheduler acting through c, logging to log and
@@ -144,7 +150,7 @@ func newScheduler(c client.Interface, opts Options, log *slog.Logger, reg promet
 		opts.Now = time.Now
 	}
 	log = log.With("controller", "events")
-	return &Scheduler{c: c, rt: opts.Runtime, opts: opts, log: log, m: newMetrics(reg, log),
+	return &Scheduler{c: c, rt: opts.Runtime, opts: opts, log: log, m: newMetrics(reg, log), keep: unitlog.New(c, opts.Runtime, opts.LogTailBytes),
 		kick:    make(chan struct{}, 1),
 		claimed: map[string]bool{}, waiting: map[string]Wait{}, uids: map[string]string{},
 		cleaned: map[string]bool{}, unknown: map[string]time.Time{}, watching: map[string]bool{}}, nil

@@ -260,7 +260,11 @@ func (s *Server) serveAction(w *statusWriter, r *http.Request, rt *route) {
 			return
 		}
 	}
-	res, err := s.reg.Act(r.Context(), rt.kind, rt.action, req)
+	ctx := r.Context()
+	if r.Header.Get(ForwardedHeader) != "" {
+		ctx = api.WithForwarded(ctx) // answered here, never forwarded again
+	}
+	res, err := s.reg.Act(ctx, rt.kind, rt.action, req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -131,6 +131,9 @@ type Server struct {
 	// forwarder relays trace requests to the controllers' leader, a
 	// verified cairn peer; nil without Options.Peer.
 	forwarder *http.Client
+	// streamForwarder relays logs requests, whose answers stream for as
+	// long as a followed unit runs (no overall timeout).
+	streamForwarder *http.Client
 
 	// openapi serves the OpenAPI documents, built on their first request.
 	openapiOnce sync.Once
@@ -176,7 +179,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: register metrics: %w", err)
 	}
 	return &Server{opts: opts, reg: opts.Registry, auth: opts.Auth, log: opts.Logger,
-		metrics: m, inflight: lim, statuses: newStatusBatcher(opts.Registry), streams: map[*stream]struct{}{}, forwarder: opts.Peer.client()}, nil
+		metrics: m, inflight: lim, statuses: newStatusBatcher(opts.Registry), streams: map[*stream]struct{}{}, forwarder: opts.Peer.client(), streamForwarder: opts.Peer.streamClient()}, nil
 }
 
 // ServeHTTP serves one request. It blocks until the response is complete:

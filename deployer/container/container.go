@@ -32,6 +32,7 @@ import (
 	"cairn.dev/cairn/deployer"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/runtime"
+	"cairn.dev/cairn/unitlog"
 )
 
 // Type is the deploy item type this deployer handles.
@@ -61,6 +62,8 @@ const defaultPath = "/usr/local/bin:/usr/bin:/bin"
 // Deployer is the container deployer.
 type Deployer struct {
 	rt runtime.Runtime
+	// keep keeps the output of ended runs through the API (nil: not kept).
+	keep *unitlog.Keeper
 
 	mu      sync.Mutex
 	waiting map[string]bool // units a goroutine waits on
@@ -69,13 +72,27 @@ type Deployer struct {
 // New returns the deployer running commands on rt.
 func New(rt runtime.Runtime) *Deployer { return &Deployer{rt: rt, waiting: map[string]bool{}} }
 
-// Setup adds the container deployer to a manager's term; it fails when
-// the process has no runtime.
-func Setup(t *manager.Term) error {
+// Options configures the container deployer's Setup.
+type Options struct {
+	// LogTailBytes is how much of each ended run's output is kept through
+	// the API (package unitlog), which `cairn logs deployitem/NAME` serves
+	// once the runtime no longer has it; default api.DefaultLogTailBytes.
+	LogTailBytes int
+}
+
+// Setup adds the container deployer to a manager's term with the default
+// Options; it fails when the process has no runtime.
+func Setup(t *manager.Term) error { return SetupWith(t, Options{}) }
+
+// SetupWith adds the container deployer to a manager's term; it fails
+// when the process has no runtime.
+func SetupWith(t *manager.Term, opts Options) error {
 	if t.Runtime == nil {
 		return errors.New("deployer-container: this process has no runtime")
 	}
-	return deployer.Setup(t, deployer.Options{Type: Type, Deployer: New(t.Runtime)})
+	d := New(t.Runtime)
+	d.keep = unitlog.New(t.Client, t.Runtime, opts.LogTailBytes)
+	return deployer.Setup(t, deployer.Options{Type: Type, Deployer: d})
 }
 
 // deleteUnit is the unit of an uninstall attempt of item: one per
@@ -135,6 +152,11 @@ func (d *Deployer) run(ctx context.Context, item *deployer.Item, id string, argv
 	if err != nil {
 		return deployer.Outcome{}, fmt.Errorf("container: unit %s: %w", id, err)
 	}
+	if st.Phase.Done() {
+		if err := d.keepLog(ctx, item, id); err != nil {
+			return deployer.Outcome{}, err
+		}
+	}
 	switch st.Phase {
 	case runtime.PhasePending, runtime.PhaseRunning:
 		d.wait(ctx, id, item.Notify)
@@ -152,6 +174,23 @@ func (d *Deployer) run(ctx context.Context, item *deployer.Item, id string, argv
 	default:
 		return deployer.Failed(api.ReasonLost, "the command's unit %s was lost: %s", id, st.Reason), nil
 	}
+}
+
+// keepLog keeps the output of the ended unit id of item through the API
+// (a Secret owned by the item), which `cairn logs deployitem/NAME` serves
+// once the runtime no longer has it. A refusal for good is not an error:
+// the run's outcome matters more than its output. Errors: the API's
+// others (the reconcile is retried).
+func (d *Deployer) keepLog(ctx context.Context, item *deployer.Item, id string) error {
+	if d.keep == nil {
+		return nil
+	}
+	owner := api.OwnerReference{APIVersion: api.APIVersion, Kind: api.KindDeployItem, Name: item.Name, UID: item.UID}
+	err := d.keep.Keep(ctx, item.Namespace, owner, id)
+	if err == nil || errors.Is(err, unitlog.ErrNotKept) || errors.Is(err, runtime.ErrNotFound) {
+		return nil
+	}
+	return fmt.Errorf("container: %w", err)
 }
 
 func reasonSuffix(r string) string {
@@ -261,6 +300,9 @@ func (d *Deployer) removeAll(ctx context.Context, uid string) error {
 		if strings.HasPrefix(u.ID, deployer.RunPrefix(uid)) {
 			if err := d.rt.Remove(ctx, u.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 				return fmt.Errorf("container: remove unit %s: %w", u.ID, err)
+			}
+			if d.keep != nil {
+				d.keep.Forget(u.ID)
 			}
 		}
 	}
