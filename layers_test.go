@@ -108,33 +108,38 @@ var allowed = map[string][]string{
 	// the controllers and the event service, which use it.
 	"conflict": {"api"},
 
-	// Test support (see testSupport).
+	// Test support (see testSupport): kits under internal/testkit, and
+	// the *test packages beside what they serve.
 	"store/storetest":   {"store"},
 	"server/servertest": {"api", "auth", "authz", "client", "identity", "kinds", "pki", "registry", "server", "store", "store/storetest"},
 	"cli/clitest":       {"cli", "client", "daemon", "internal/testkit"},
 	"internal/testkit":  {"api", "client", "identity", "pki", "registry", "kinds", "server/servertest", "store/storetest"},
-	"internal/deploytest": {"api", "client", "client/local", "deployitem", "gc", "identity", "internal/testkit", "manager",
+	"internal/testkit/deploytest": {"api", "client", "client/local", "deployitem", "gc", "identity", "internal/testkit", "manager",
 		"runtime", "server/servertest", "trace"},
-	"internal/failovertest": {"api", "client", "client/local", "gc", "identity", "internal/testkit", "manager", "server/servertest"},
+	"internal/testkit/failovertest": {"api", "client", "client/local", "gc", "identity", "internal/testkit", "manager", "server/servertest"},
 	// A real Kubernetes API (etcd, kube-apiserver, kube-controller-manager
 	// processes) for the tests of what deploys to Kubernetes.
-	"internal/kubetest": {"api", "client"},
+	"internal/testkit/kubetest": {"api", "client"},
 	// A real headless chromium for the console's tests.
-	"internal/browsertest": {},
+	"internal/testkit/browsertest": {},
 }
 
-// testSupport entries help tests: only tests (and other test support) may
-// import them.
-var testSupport = []string{"store/storetest", "server/servertest", "cli/clitest", "internal/testkit", "internal/deploytest", "internal/failovertest",
-	"internal/kubetest", "internal/browsertest"}
+// testSupport reports whether entry helps tests: a kit under
+// internal/testkit, or a package named for what it serves tests of
+// (store/storetest, server/servertest, cli/clitest). Only tests and other
+// test support may import one; the rule is the name, so a new kit needs
+// no list.
+func testSupport(entry string) bool {
+	return under(entry, "internal/testkit") || strings.HasSuffix(entry[strings.LastIndex(entry, "/")+1:], "test")
+}
 
-// testOnly may additionally be imported by tests.
-var testOnly = append(slices.Clone(testSupport),
+// testOnly may additionally be imported by tests, as may test support.
+var testOnly = []string{
 	"api", "kinds", "registry", "server", "store", "daemon", "etcdelection", "client", "client/local", "informer",
 	"controller", "gc", "cleaner", "cleaner/condition", "identity", "auth", "authz", "trace", "lease", "manager", "controllers", "runtime",
 	"execution", "installation", "deployitem", "deployer", "internal/gopace", "target", "column",
 	// The event service, for tests of what creates Events by fan-out.
-	"event")
+	"event"}
 
 // storeSide lists the only packages that may link the store, by importing
 // registry, store or server. Every other package — the client, informer,
@@ -187,7 +192,7 @@ func violations(rel string, imports, testImports []string) []string {
 			case !ok:
 				out = append(out, fmt.Sprintf("%s imports %s, which has no entry in the allowed table", rel, dep))
 				continue
-			case !storeSided && !slices.Contains(testSupport, depEntry) &&
+			case !storeSided && !testSupport(depEntry) &&
 				slices.ContainsFunc(storePackages, func(p string) bool {
 					// Tests of client-side packages may define test kinds
 					// with the registry, never run a server or store of
@@ -196,11 +201,11 @@ func violations(rel string, imports, testImports []string) []string {
 				}):
 				out = append(out, fmt.Sprintf("%s imports %s: the client side never links the store (only %v may)", rel, dep, storeSide))
 				continue
-			case !test && slices.Contains(testSupport, depEntry) && !slices.Contains(testSupport, entry):
+			case !test && testSupport(depEntry) && !testSupport(entry):
 				out = append(out, fmt.Sprintf("%s imports %s: only tests may import test support", rel, dep))
 				continue
 			}
-			if slices.Contains(rules, depEntry) || (test && (slices.Contains(testOnly, depEntry) || dep == rel)) {
+			if slices.Contains(rules, depEntry) || (test && (testSupport(depEntry) || slices.Contains(testOnly, depEntry) || dep == rel)) {
 				continue
 			}
 			out = append(out, fmt.Sprintf("%s imports %s: %s may import only %v", rel, dep, entry, rules))
@@ -262,6 +267,9 @@ func TestLayers_RulesFollowTheLongestEntry(t *testing.T) {
 		{"client-side tests run no server of their own", "client", nil, m("server"), "never links the store"},
 		{"nor a store", "controller", nil, m("store"), "never links the store"},
 		{"only tests import test support", "daemon", m("internal/testkit"), nil, "only tests may import test support"},
+		{"every kit under internal/testkit is test support", "deployer/helm", m("internal/testkit/kubetest"), nil, "only tests may import test support"},
+		{"so is a package named for what it serves tests of", "cli/get", m("cli/clitest"), nil, "only tests may import test support"},
+		{"tests may use any kit", "deployer/helm", nil, m("internal/testkit/kubetest"), ""},
 		{"unknown packages must be added", "gadget", nil, nil, "add it to the table"},
 		{"a name that only starts like an entry", "clientx", nil, nil, "add it to the table"},
 	}

@@ -17,7 +17,7 @@ import (
 	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/identity"
-	"cairn.dev/cairn/internal/browsertest"
+	"cairn.dev/cairn/internal/testkit/browsertest"
 	"cairn.dev/cairn/internal/testkit"
 )
 

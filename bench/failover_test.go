@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"cairn.dev/cairn/internal/failovertest"
+	"cairn.dev/cairn/internal/testkit/failovertest"
 )
 
 // BenchmarkControllerFailover: two controller managers over one API server

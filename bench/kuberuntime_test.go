@@ -11,7 +11,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/controllers"
-	"cairn.dev/cairn/internal/kubetest"
+	"cairn.dev/cairn/internal/testkit/kubetest"
 	rtkube "cairn.dev/cairn/runtime/kubernetes"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"

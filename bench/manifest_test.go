@@ -18,7 +18,7 @@ import (
 	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/deployer/kube"
 	"cairn.dev/cairn/deployer/manifest"
-	"cairn.dev/cairn/internal/kubetest"
+	"cairn.dev/cairn/internal/testkit/kubetest"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/manager"
 )

@@ -13,7 +13,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/commitstatus"
-	"cairn.dev/cairn/internal/deploytest"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/manager"
 )
 

@@ -16,7 +16,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
-	"cairn.dev/cairn/internal/browsertest"
+	"cairn.dev/cairn/internal/testkit/browsertest"
 	"cairn.dev/cairn/internal/testkit"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/clitest"
-	"cairn.dev/cairn/internal/browsertest"
+	"cairn.dev/cairn/internal/testkit/browsertest"
 	"cairn.dev/cairn/internal/testkit"
 )
 

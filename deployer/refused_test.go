@@ -7,7 +7,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/deployer"
-	"cairn.dev/cairn/internal/deploytest"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
 )
 

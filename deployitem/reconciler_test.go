@@ -10,7 +10,7 @@ import (
 	"cairn.dev/cairn/deployer/mock"
 	"cairn.dev/cairn/deployitem"
 	"cairn.dev/cairn/execution"
-	"cairn.dev/cairn/internal/deploytest"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/manager"
 )
 

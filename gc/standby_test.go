@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"cairn.dev/cairn/internal/failovertest"
+	"cairn.dev/cairn/internal/testkit/failovertest"
 )
 
 // TestStandby_NewLeaderCollectsWithinTheLeaseDurationAt100kObjects: two

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver and kube-controller-manager for the tests of
-# internal/kubetest from the k8s.io/kubernetes module whose version matches
+# internal/testkit/kubetest from the k8s.io/kubernetes module whose version matches
 # cairn's k8s.io/* modules (go.mod's k8s.io/client-go v0.X.Y -> v1.X.Y).
 #
 # Needs only Go and the module proxy. The module zip of k8s.io/kubernetes has

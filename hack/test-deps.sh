@@ -3,8 +3,8 @@
 # no-op once it is there:
 #   - curl, which the example event workers call the API with;
 #   - Debian's chromium, which the web console's tests drive headless
-#     (internal/browsertest);
-#   - kube-apiserver and kube-controller-manager for internal/kubetest's real
+#     (internal/testkit/browsertest);
+#   - kube-apiserver and kube-controller-manager for internal/testkit/kubetest's real
 #     Kubernetes API, built from Go modules by hack/kube-binaries.sh into a
 #     cache keyed by version.
 # Packages come from apt-get (as root, or through sudo when it is there);

@@ -12,7 +12,7 @@ import (
 	"cairn.dev/cairn/deployer/mock"
 	"cairn.dev/cairn/execution"
 	"cairn.dev/cairn/installation"
-	"cairn.dev/cairn/internal/deploytest"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/manager"
 )

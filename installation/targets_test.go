@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/internal/deploytest"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
 )
 

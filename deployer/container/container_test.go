@@ -15,7 +15,7 @@ import (
 	"cairn.dev/cairn/deployer/container"
 	"cairn.dev/cairn/deployitem"
 	"cairn.dev/cairn/execution"
-	"cairn.dev/cairn/internal/deploytest"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/runtime/local"

@@ -20,8 +20,8 @@ import (
 	"cairn.dev/cairn/deployer/manifest"
 	"cairn.dev/cairn/execution"
 	"cairn.dev/cairn/installation"
-	"cairn.dev/cairn/internal/deploytest"
-	"cairn.dev/cairn/internal/kubetest"
+	"cairn.dev/cairn/internal/testkit/deploytest"
+	"cairn.dev/cairn/internal/testkit/kubetest"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/manager"
 )

@@ -25,8 +25,8 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/deployer/helm"
 	"cairn.dev/cairn/execution"
-	"cairn.dev/cairn/internal/deploytest"
-	"cairn.dev/cairn/internal/kubetest"
+	"cairn.dev/cairn/internal/testkit/deploytest"
+	"cairn.dev/cairn/internal/testkit/kubetest"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/manager"
 )

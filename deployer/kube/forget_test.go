@@ -7,7 +7,7 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/deployer"
 	"cairn.dev/cairn/deployer/kube"
-	"cairn.dev/cairn/internal/deploytest"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/manager"
 	cairntarget "cairn.dev/cairn/target"

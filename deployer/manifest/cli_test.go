@@ -12,7 +12,7 @@ import (
 	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
-	"cairn.dev/cairn/internal/kubetest"
+	"cairn.dev/cairn/internal/testkit/kubetest"
 	"cairn.dev/cairn/internal/testkit"
 )
 

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/internal/deploytest"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
 )
 

@@ -15,8 +15,8 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/deployer/kube"
 	"cairn.dev/cairn/deployer/manifest"
-	"cairn.dev/cairn/internal/deploytest"
-	"cairn.dev/cairn/internal/kubetest"
+	"cairn.dev/cairn/internal/testkit/deploytest"
+	"cairn.dev/cairn/internal/testkit/kubetest"
 	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/manager"
 )

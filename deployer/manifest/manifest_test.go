@@ -9,7 +9,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/deployer/kube"
-	"cairn.dev/cairn/internal/deploytest"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 )
 
 // TestManifest_AppliesUpdatesAndPrunesWithEachPolicy applies objects of

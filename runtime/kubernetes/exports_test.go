@@ -9,7 +9,7 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/deployer/container"
-	"cairn.dev/cairn/internal/deploytest"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/runtime"
 	corev1 "k8s.io/api/core/v1"

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/internal/kubetest"
+	"cairn.dev/cairn/internal/testkit/kubetest"
 	"cairn.dev/cairn/runtime"
 	rtkube "cairn.dev/cairn/runtime/kubernetes"
 	corev1 "k8s.io/api/core/v1"

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"cairn.dev/cairn/internal/kubetest"
+	"cairn.dev/cairn/internal/testkit/kubetest"
 	"cairn.dev/cairn/runtime"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
