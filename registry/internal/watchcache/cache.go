@@ -50,7 +50,6 @@ package watchcache
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -290,22 +289,17 @@ func (c *Cache) run(ctx context.Context) {
 	defer func() { sw.Close() }()
 	backoff := 50 * time.Millisecond
 	batch := make([]*entry, 0, maxBatch)
-	closing := func() { c.stop(api.NewStatus(api.ReasonUnavailable, "the watch cache is closing: watch again")) }
-	silent := func() {
-		c.opts.Logger.Warn("registry: watch cache: etcd does not answer; ending its watchers", "kind", c.src.Kind)
-		c.stop(errStoreSilent(c.opts.StoreTimeout))
-	}
 	for {
 		select {
 		case <-ctx.Done():
-			closing()
+			c.closing()
 			return
 		case <-tick.C:
 			_ = sw.RequestProgress(ctx) // failures surface on the event stream
 		case now := <-probe.C:
 			ask, dead := live.check(now)
 			if dead {
-				silent()
+				c.silent()
 				return
 			}
 			if ask {
@@ -313,67 +307,17 @@ func (c *Cache) run(ctx context.Context) {
 			}
 		case ev, ok := <-sw.Events():
 			if !ok {
-				err := sw.Err()
-				switch {
-				case ctx.Err() != nil:
-					closing()
-					return
-				case errors.Is(err, store.ErrCompacted):
-					c.stop(api.NewExpired("the watch cache fell behind a compaction: %v; list again", err))
-					return
-				case c.store.Client().Ctx().Err() != nil:
-					c.stop(api.NewStatus(api.ReasonUnavailable, "the store is closed"))
+				next, ok := c.rewatch(ctx, sw, &live, &backoff)
+				if !ok {
 					return
 				}
-				if _, dead := live.check(time.Now()); dead {
-					silent()
-					return
-				}
-				c.opts.Logger.Warn("registry: watch cache: etcd watch ended; restarting", "kind", c.src.Kind, "err", err)
-				select {
-				case <-ctx.Done():
-					closing()
-					return
-				case <-time.After(backoff):
-				}
-				backoff = min(2*backoff, 5*time.Second, live.interval())
-				c.mu.RLock()
-				from := c.rev + 1
-				c.mu.RUnlock()
-				sw.Close()
-				sw = c.store.Watch(ctx, c.src.Prefix, from)
+				sw = next
 				continue
 			}
 			backoff = 50 * time.Millisecond
 			now := time.Now()
 			live.hear(now)
-			batch = batch[:0]
-			keep := func(ev store.Event) {
-				if ev.Type == store.EventProgress {
-					// Answers to liveness checks become bookmarks no
-					// more often than bookmarks are asked for.
-					if now.Sub(marked) < markEvery(c.opts.BookmarkInterval) {
-						return
-					}
-					marked = now
-				}
-				e := newEntry(&c.src, ev, c.latest)
-				c.noteLatest(e)
-				batch = append(batch, e)
-			}
-			keep(ev)
-		more:
-			for len(batch) < maxBatch {
-				select {
-				case ev, ok := <-sw.Events():
-					if !ok {
-						break more // the next receive reports it
-					}
-					keep(ev)
-				default:
-					break more
-				}
-			}
+			batch = c.collect(sw, ev, now, &marked, batch[:0])
 			if len(batch) > 0 {
 				c.append(batch)
 				clear(batch)
