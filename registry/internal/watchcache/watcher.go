@@ -341,6 +341,11 @@ type queued struct {
 	size int64
 }
 
+// run serves the watch until ctx ends, its client falls behind, or the
+// etcd watch sw fails or goes silent (w.err then tells why): first the
+// initial list (and its end bookmark, w.end), then the changes sw reads,
+// queued until the client takes them. It closes sw, the events channel
+// and done when it returns.
 func (w *directWatcher) run(ctx context.Context, initial Initial, sw *store.Watch) {
 	defer close(w.done)
 	defer close(w.events)
@@ -355,17 +360,9 @@ func (w *directWatcher) run(ctx context.Context, initial Initial, sw *store.Watc
 	var first *api.ObjectEvent // the next initial object, sent before any change
 	for {
 		if first == nil && initial != nil {
-			obj, ok, err := w.nextInitial(ctx, initial)
-			switch {
-			case err != nil:
+			var err error
+			if first, initial, err = w.nextFirst(ctx, initial); err != nil {
 				return
-			case ok:
-				first = &api.ObjectEvent{Type: api.Added, Object: obj}
-			default:
-				initial = nil
-				if w.end != nil {
-					first = &api.ObjectEvent{Type: api.Bookmark, Object: w.end}
-				}
 			}
 		}
 		var out chan<- api.ObjectEvent
@@ -412,29 +409,7 @@ func (w *directWatcher) run(ctx context.Context, initial Initial, sw *store.Watc
 			}
 			now := time.Now()
 			live.hear(now)
-			if ev.Type == store.EventProgress {
-				// Answers to liveness checks become bookmarks no more
-				// often than bookmarks are asked for.
-				if now.Sub(marked) < markEvery(w.interval) {
-					continue
-				}
-				marked = now
-			}
-			e := newEntry(w.src, ev, nil)
-			w.read.seq++
-			w.read.before += e.size
-			switch {
-			case e.bookmark != nil:
-				w.enqueue(api.ObjectEvent{Type: api.Bookmark, Object: e.bookmark}, e.size)
-			case e.err != nil:
-				w.err = w.mapErr(e.err)
-				return
-			default:
-				if out, visible := e.event(w.sel); visible {
-					w.enqueue(out, e.size)
-				}
-			}
-			if w.behind() {
+			if !w.receive(ev, now, &marked) {
 				return
 			}
 		}
