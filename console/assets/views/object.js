@@ -10,9 +10,9 @@ import { href, ago, lastError } from './common.js';
 import { eventPanel } from './events.js';
 import { operation } from './deployments.js';
 import { act, confirmAction } from './dialog.js';
+import { fetchDependents, dependentsPanel, retryable, count } from './dependents.js';
 
 const protection = 'cairn.dev/deletion-protection';
-const scanned = ['installations', 'executions', 'deployitems', 'dataobjects', 'events', 'cleaners', 'secrets', 'targets', 'projects', 'blueprints'];
 
 // owners walks ownerReferences upwards (at most 10 levels).
 async function owners(o, depth = 0) {
@@ -39,46 +39,6 @@ function ownerTree(list) {
     n.ref.controller ? h('span', { class: 'help' }, ' controller') : null, ownerTree(n.up))));
 }
 
-// dependents reads what o owns, transitively, by reading the namespace's
-// objects of the kinds that have owners and following their
-// ownerReferences. (The server's GET .../dependents, from the GC's graph,
-// can replace this once it is served.)
-async function dependents(o) {
-  const ns = o.metadata.namespace;
-  const byOwner = new Map();
-  await Promise.all(scanned.map(async pl => {
-    try {
-      let cont = '';
-      do {
-        const page = await api.list(pl, ns, { limit: 500, cont });
-        for (const d of page.items || []) {
-          if (!d.kind || d.kind === 'PartialObjectMetadata') d.kind = api.kindOf(pl);
-          for (const r of d.metadata.ownerReferences || []) {
-            if (!byOwner.has(r.uid)) byOwner.set(r.uid, []);
-            byOwner.get(r.uid).push(d);
-          }
-        }
-        cont = page.metadata.continue;
-      } while (cont);
-    } catch { /* a kind this token may not list */ }
-  }));
-  const walk = (uid, seen) => (byOwner.get(uid) || []).filter(d => !seen.has(d.metadata.uid)).map(d => {
-    seen.add(d.metadata.uid);
-    return { obj: d, down: walk(d.metadata.uid, seen) };
-  });
-  return walk(o.metadata.uid, new Set([o.metadata.uid]));
-}
-
-function dependentTree(list) {
-  if (!list.length) return null;
-  return h('ul', { class: 'dependents' }, list.map(n => h('li', {},
-    h('a', { href: href(n.obj) }, n.obj.kind + ' ' + n.obj.metadata.name), ' ', badge(phaseOf(n.obj)),
-    n.obj.metadata.annotations && n.obj.metadata.annotations[protection] === 'true' ? h('span', { class: 'badge failed' }, 'deletion-protected') : null,
-    dependentTree(n.down))));
-}
-
-function count(list) { return list.reduce((n, x) => n + 1 + count(x.down), 0); }
-
 // timeline renders a trace: each reconcile, its steps and how it ended.
 function timeline(tr) {
   const marks = { check: '❔', exit: '🚪', subflow: '↪', action: '✔️' };
@@ -99,8 +59,10 @@ function holds(o, deps) {
   return h('section', { class: 'holds', id: 'holds' }, h('h2', {}, 'Being deleted since ', ago(m.deletionTimestamp), ' — what holds it'),
     h('ul', {},
       (m.finalizers || []).map(f => h('li', {}, 'finalizer ', h('code', {}, f))),
-      deps && deps.length ? h('li', {}, count(deps) + ' dependents still exist (below)') : null,
-      prot ? h('li', {}, 'the annotation ', h('code', {}, protection + ': "true"'), ' blocks the deletion until removed') : null));
+      count(deps) ? h('li', {}, count(deps) + ' dependents still exist (below)') : null,
+      prot ? h('li', {}, 'the annotation ', h('code', {}, protection + ': "true"'), ' blocks the deletion until removed') : null,
+      ...((deps && deps.blockers) || []).filter(b => b.name !== m.name || b.kind !== o.kind).map(b =>
+        h('li', {}, 'the protected ', b.kind, ' ', b.name, ' blocks the cascade until its annotation is removed'))));
 }
 
 export function objectView(ctx) {
@@ -124,12 +86,29 @@ export function objectView(ctx) {
   const path = api.objectPath(pl, ns, name);
   const refresh = o => {
     owners(o).then(t => replace(ownersBox, ownerTree(t) || 'No owners but its namespace.'));
-    dependents(o).then(d => { deps = d; replace(depsBox, dependentTree(d) || 'No dependents.'); replace(holdsBox, holds(o, deps)); });
+    askDependents(o, 0);
     clearTimeout(traceTimer);
     traceTimer = setTimeout(() => api.request('GET', path + '/trace').then(t => replace(traceBox, timeline(t)))
       .catch(e => replace(traceBox, e.code === 503 || e.code === 404 ? 'No trace: ' + e.message : 'Cannot read the trace: ' + e.message)), 300);
   };
-  ctx.onCleanup(() => clearTimeout(traceTimer));
+  // askDependents reads what deleting o would take; a 503 (the graph
+  // not ready yet, no leader) is asked again, at most 10 times.
+  let depsTimer = 0, depsAsk = 0;
+  const askDependents = (o, tries) => {
+    clearTimeout(depsTimer);
+    const ask = ++depsAsk;
+    fetchDependents(pl, ns, name).then(d => {
+      if (ask !== depsAsk) return;
+      deps = d;
+      replace(depsBox, dependentsPanel(d));
+      replace(holdsBox, holds(o, deps));
+    }).catch(e => {
+      if (ask !== depsAsk) return;
+      if (retryable(e) && tries < 10) depsTimer = setTimeout(() => askDependents(o, tries + 1), 1000);
+      replace(depsBox, (retryable(e) ? 'Dependents not known yet: ' : 'Cannot read the dependents: ') + e.message);
+    });
+  };
+  ctx.onCleanup(() => { clearTimeout(traceTimer); clearTimeout(depsTimer); depsAsk++; });
   const draw = () => {
     const o = list.values()[0];
     if (list.state === 'failed') { replace(head, h('h1', {}, name), h('p', { class: 'error' }, 'Cannot read it: ' + list.error.message)); return; }
