@@ -1,7 +1,9 @@
 package console_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -40,23 +42,27 @@ func TestConsole_DependentsPanelAsksTheServerAndShowsBlockersAndDetached(t *test
 		n, _ := testkit.MetricSum(t, f.d.Metrics(), "cairn_http_requests_total", "verb", "get", "resource", "dataobjects/dependents", "code", "200")
 		return n
 	}
-	before := asked()
-	tab := f.tab(t)
-	open(t, tab, "/ui/namespaces/"+ns+"/dataobjects/root")
-	testkit.EventuallyNil(t, 45*time.Second, "the panel to show the graph's whole tree", func() error {
-		got, err := text(tab, "#main")
+	// The graph must hold the whole tree before the page asks once.
+	hc := testkit.HTTPClient(t, f.d.ClientConfig())
+	path := f.url + api.BasePath + "/namespaces/" + ns + "/dataobjects/root/dependents"
+	testkit.EventuallyNil(t, 30*time.Second, "the graph to hold the tree", func() error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, path, nil)
+		req.Header.Set("Authorization", "Bearer "+f.d.Token())
+		resp, err := hc.Do(req)
 		if err != nil {
 			return err
 		}
-		for _, w := range []string{"DataObject child-a", "DataObject grandchild-c", "Gateway hook", "guarded-p", "deletion-protected", "would take 4"} {
-			if !strings.Contains(got, w) {
-				// The graph may not hold every object yet: read the page again.
-				open(t, tab, "/ui/namespaces/"+ns+"/dataobjects/root")
-				return fmt.Errorf("no %q in %q", w, got)
-			}
+		defer resp.Body.Close()
+		var d api.Dependents
+		if err := json.NewDecoder(resp.Body).Decode(&d); err != nil || d.Total != 4 || len(d.Detached) != 1 {
+			return fmt.Errorf("%s: total %d, detached %v (%v)", resp.Status, d.Total, d.Detached, err)
 		}
 		return nil
 	})
+	before := asked()
+	tab := f.tab(t)
+	open(t, tab, "/ui/namespaces/"+ns+"/dataobjects/root")
+	waitText(t, tab, "#main", "DataObject child-a", "DataObject grandchild-c", "Gateway hook", "guarded-p", "deletion-protected", "would take 4")
 	waitText(t, tab, "#blockers", "DataObject guarded-p")
 	waitText(t, tab, "#detached", "DataObject shared-s")
 	if tree, _ := text(tab, "ul.dependents"); strings.Contains(tree, "shared-s") {
