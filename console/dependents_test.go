@@ -75,4 +75,10 @@ func TestConsole_DependentsPanelAsksTheServerAndShowsBlockersAndDetached(t *test
 		t.Errorf("the server answered no GET dataobjects/dependents (%v before, %v after)", before, after)
 	}
 	f.shot(t, tab, "dependents")
+
+	// Deleted, root is held by the protected object its cascade meets.
+	if _, _, err := f.c.Delete(ctx, api.KindDataObject, ns, "root", api.DeleteOptions{}); err != nil {
+		t.Fatalf("delete root: %v", err)
+	}
+	waitText(t, tab, "#holds", "what holds it", "the protected DataObject guarded-p blocks the cascade")
 }
