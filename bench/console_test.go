@@ -17,8 +17,8 @@ import (
 	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/identity"
-	"cairn.dev/cairn/internal/testkit/browsertest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/browsertest"
 )
 
 // The console's benchmarks, driven through a real headless chromium

@@ -18,8 +18,8 @@ import (
 	"cairn.dev/cairn/daemon"
 	"cairn.dev/cairn/deployer/kube"
 	"cairn.dev/cairn/deployer/manifest"
-	"cairn.dev/cairn/internal/testkit/kubetest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/kubetest"
 	"cairn.dev/cairn/manager"
 )
 

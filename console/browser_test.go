@@ -16,8 +16,8 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
-	"cairn.dev/cairn/internal/testkit/browsertest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/browsertest"
 )
 
 // A cairn server with every controller, on plain HTTP on loopback, and

@@ -12,8 +12,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"cairn.dev/cairn/internal/testkit/browsertest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/browsertest"
 )
 
 // cutter is a TCP proxy on loopback in front of the server whose

@@ -11,8 +11,8 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/cli/clitest"
-	"cairn.dev/cairn/internal/testkit/browsertest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/browsertest"
 )
 
 // TestConsole_SignInKeepsTheTokenInSessionStorageOnlyAndSignOutForgetsIt

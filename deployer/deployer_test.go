@@ -9,8 +9,8 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/deployer"
-	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/manager"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/deployer"
-	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 )
 
 // A write the API refuses (here: the namespace is at its object limit, so

@@ -8,8 +8,8 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/client"
-	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 )
 
 // setItemStatus writes a deploy item's status as its deployer would.

@@ -15,8 +15,8 @@ import (
 	"cairn.dev/cairn/deployer"
 	"cairn.dev/cairn/deployer/mock"
 	"cairn.dev/cairn/execution"
-	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/manager"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 )
 
 // A write the API refuses (here: the namespace is at its object limit, so

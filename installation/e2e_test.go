@@ -12,8 +12,8 @@ import (
 	"cairn.dev/cairn/deployer/mock"
 	"cairn.dev/cairn/execution"
 	"cairn.dev/cairn/installation"
-	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/manager"
 )
 

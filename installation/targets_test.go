@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 )
 
 // The target exports of installations, with the real execution controller

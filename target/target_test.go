@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit/kubetest"
-	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/target"
 )

@@ -15,8 +15,8 @@ import (
 	"cairn.dev/cairn/deployer/container"
 	"cairn.dev/cairn/deployitem"
 	"cairn.dev/cairn/execution"
-	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/manager"
 	"cairn.dev/cairn/runtime/local"
 )

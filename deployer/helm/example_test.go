@@ -20,9 +20,9 @@ import (
 	"cairn.dev/cairn/deployer/manifest"
 	"cairn.dev/cairn/execution"
 	"cairn.dev/cairn/installation"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit/kubetest"
-	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/manager"
 )
 

@@ -25,9 +25,9 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/deployer/helm"
 	"cairn.dev/cairn/execution"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit/kubetest"
-	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/manager"
 )
 

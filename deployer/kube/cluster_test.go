@@ -9,9 +9,9 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/deployer"
 	"cairn.dev/cairn/deployer/kube"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit/kubetest"
-	"cairn.dev/cairn/internal/testkit"
 )
 
 // target creates the Target cluster reading key of Secret secret.

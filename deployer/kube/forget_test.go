@@ -7,8 +7,8 @@ import (
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/deployer"
 	"cairn.dev/cairn/deployer/kube"
-	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/manager"
 	cairntarget "cairn.dev/cairn/target"
 )

@@ -12,8 +12,8 @@ import (
 	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
-	"cairn.dev/cairn/internal/testkit/kubetest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/kubetest"
 )
 
 // TestManifest_CLIShowsManagedObjectsAndWhichIsNotReady runs every

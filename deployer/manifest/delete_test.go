@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"cairn.dev/cairn/api"
-	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit"
+	"cairn.dev/cairn/internal/testkit/deploytest"
 )
 
 // crd is a manifest entry of a CustomResourceDefinition widgets.example.com.

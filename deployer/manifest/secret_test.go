@@ -12,9 +12,9 @@ import (
 
 	"cairn.dev/cairn/api"
 	"cairn.dev/cairn/deployer/manifest"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/internal/testkit/deploytest"
 	"cairn.dev/cairn/internal/testkit/kubetest"
-	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/manager"
 )
 
