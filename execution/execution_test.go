@@ -153,12 +153,20 @@ func TestExecution_ItemEditedByHandIsPutBack(t *testing.T) {
 		return string(d.Spec.Config) == `{}` && d.Generation >= 3 && d.Status.Phase == api.DeploySucceeded &&
 			d.Status.ObservedGeneration == d.Generation
 	})
-	x := e.WaitExecution("app", api.DeploySucceeded)
-	for _, ref := range x.Status.DeployItems {
-		if ref.Name == "c" && ref.DeployItemGeneration != d.Generation {
-			t.Fatalf("status records generation %d of c, which is at %d", ref.DeployItemGeneration, d.Generation)
+	// The execution was Succeeded before the edit too: wait for the
+	// reconcile that saw c put back, which records c's new generation.
+	testkit.EventuallyNil(t, deploytest.Wait, "the execution records c's generation", func() error {
+		x, _ := deploytest.Get[api.Execution](e, api.KindExecution, "app")
+		for _, ref := range x.Status.DeployItems {
+			if ref.Name == "c" && ref.DeployItemGeneration != d.Generation {
+				return fmt.Errorf("status records generation %d of c, which is at %d", ref.DeployItemGeneration, d.Generation)
+			}
 		}
-	}
+		if x.Status.Phase != api.DeploySucceeded {
+			return fmt.Errorf("execution %s, want Succeeded", x.Status.Phase)
+		}
+		return nil
+	})
 	e.WaitExplain(api.KindExecution, "app", "deploy item c was changed by someone else")
 }
 
