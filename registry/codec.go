@@ -1,10 +1,12 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"strconv"
 
 	"cairn.dev/cairn/api"
@@ -152,6 +154,29 @@ func desired(o *api.Object) []byte {
 	delete(m, api.FieldStatus)
 	raw, _ := json.Marshal(m) // a map of RawMessage always marshals
 	return raw
+}
+
+// sameDesired reports whether a and b desire the same: their fields but
+// status equal as JSON values, whatever their key order or spacing (a
+// write that records managedFields stores its fields re-encoded, keys
+// sorted, and that alone is no change of what is desired).
+func sameDesired(a, b *api.Object) bool {
+	da, db := desired(a), desired(b)
+	if string(da) == string(db) {
+		return true
+	}
+	va, oka := decodeValue(da)
+	vb, okb := decodeValue(db)
+	return oka && okb && reflect.DeepEqual(va, vb)
+}
+
+// decodeValue decodes raw keeping numbers as written (no float rounding
+// can make two different numbers equal).
+func decodeValue(raw []byte) (any, bool) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	return v, d.Decode(&v) == nil
 }
 
 func parseRV(rv string) (int64, error) {

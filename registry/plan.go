@@ -170,7 +170,7 @@ func (r *Registry) planUpdate(ctx context.Context, adm *Admission, k *Kind, next
 			return nil, err
 		}
 	}
-	if adm.Op == OpUpdate && string(desired(out)) != string(desired(old)) {
+	if adm.Op == OpUpdate && !sameDesired(out, old) {
 		out.Generation = old.Generation + 1
 	}
 	if out.Deleting() && len(out.Finalizers) == 0 {
