@@ -3,6 +3,9 @@ package event_test
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +22,6 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
-	"cairn.dev/cairn/gateway"
 	"cairn.dev/cairn/internal/testkit"
 )
 
@@ -228,10 +230,17 @@ func storyPayload(t *testing.T, name string) []byte {
 	return b
 }
 
-// deliver posts body to webhook as a GitHub pull_request delivery signed
-// with the example's secret, with no API token, and decodes the answer,
+// webhookResult is the Gateway's answer to a delivery (docs/gateways.md).
+type webhookResult struct {
+	Events  []string `json:"events"`
+	Outcome string   `json:"outcome"`
+}
+
+// deliver posts body to webhook as GitHub delivers a pull_request event,
+// signed with the example's secret (X-Hub-Signature-256: sha256= and the
+// hex HMAC-SHA256 of the body), with no API token, and decodes the answer,
 // failing unless it is 200.
-func deliver(t *testing.T, hc *http.Client, webhook, delivery string, body []byte) gateway.Result {
+func deliver(t *testing.T, hc *http.Client, webhook, delivery string, body []byte) webhookResult {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, webhook, bytes.NewReader(body))
 	if err != nil {
@@ -239,9 +248,11 @@ func deliver(t *testing.T, hc *http.Client, webhook, delivery string, body []byt
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "GitHub-Hookshot/044aadd")
-	req.Header.Set(gateway.EventHeader, "pull_request")
-	req.Header.Set(gateway.DeliveryHeader, delivery)
-	req.Header.Set(gateway.SignatureHeader, gateway.SignatureOf([]byte(storyWebhookSecret), body))
+	req.Header.Set("X-GitHub-Event", "pull_request")
+	req.Header.Set("X-GitHub-Delivery", delivery)
+	mac := hmac.New(sha256.New, []byte(storyWebhookSecret))
+	mac.Write(body)
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
 	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -251,7 +262,7 @@ func deliver(t *testing.T, hc *http.Client, webhook, delivery string, body []byt
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("delivery %s: %d %s", delivery, resp.StatusCode, b)
 	}
-	var res gateway.Result
+	var res webhookResult
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
