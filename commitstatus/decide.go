@@ -91,13 +91,13 @@ func Decide(ev *api.Event, gw *api.Gateway, consoleURL string) (Report, bool) {
 		TargetURL: EventURL(consoleURL, ev.Namespace, ev.Name)}, true
 }
 
-// EventURL is the console's stable page of the event ns/name under base
-// ("" when base is empty).
+// EventURL is the console's stable page of the event ns/name, base being
+// the console's URL (".../ui/"); "" when base is empty.
 func EventURL(base, ns, name string) string {
 	if base == "" {
 		return ""
 	}
-	return strings.TrimRight(base, "/") + "/ui/namespaces/" + url.PathEscape(ns) + "/" + api.Plural(api.KindEvent) + "/" + url.PathEscape(name)
+	return strings.TrimRight(base, "/") + "/namespaces/" + url.PathEscape(ns) + "/" + api.Plural(api.KindEvent) + "/" + url.PathEscape(name)
 }
 
 // truncate cuts s to n bytes at most (GitHub's description limit is 140

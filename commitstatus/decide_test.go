@@ -38,7 +38,7 @@ func TestDecide_OnlyReportingGitHubGatewaysEventsWithACommit(t *testing.T) {
 		}
 		return e
 	}
-	rep, ok := Decide(ev(nil), gw(nil), "https://cairn.example.com/")
+	rep, ok := Decide(ev(nil), gw(nil), "https://cairn.example.com/ui/")
 	want := Report{APIURL: "https://ghe.example.com/api/v3", TokenRef: api.SecretKeyRef{Name: "gh", Key: "token"}, Owner: "octo", Repo: "shop",
 		SHA: "abc", State: StateFailure, Context: "cairn/preview", Description: "worker FAILED: exit code 1",
 		TargetURL: "https://cairn.example.com/ui/namespaces/ns/events/preview-1"}
@@ -58,7 +58,7 @@ func TestDecide_OnlyReportingGitHubGatewaysEventsWithACommit(t *testing.T) {
 		{"no repo", ev(func(e *api.Event) { e.Spec.Qualifiers = nil }), gw(nil)},
 		{"pending", ev(func(e *api.Event) { e.Status.Worker.Phase = api.PhasePending }), gw(nil)},
 	} {
-		if rep, ok := Decide(tc.ev, tc.gw, "https://cairn.example.com"); ok {
+		if rep, ok := Decide(tc.ev, tc.gw, "https://cairn.example.com/ui"); ok {
 			t.Errorf("%s: Decide = %+v, want nothing to report", tc.name, rep)
 		}
 	}

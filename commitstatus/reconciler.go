@@ -20,9 +20,10 @@ import (
 
 // Options configures the reporter. The zero value is usable.
 type Options struct {
-	// ConsoleURL is the base URL of the console the statuses link to
-	// (".../ui/namespaces/NS/events/NAME"); default the term's APIServer
-	// (the console is served by every API server).
+	// ConsoleURL is the URL of the console the statuses link to, as
+	// served by the API server under /ui/ (the statuses link to
+	// ConsoleURL + "namespaces/NS/events/NAME"); default the term's
+	// APIServer + "/ui/" (the console is served by every API server).
 	ConsoleURL string
 	// HTTPClient posts the statuses; default http.DefaultClient.
 	HTTPClient *http.Client
@@ -79,7 +80,7 @@ type posted struct{ uid, state string }
 
 func newReconciler(t *manager.Term, opts Options) *Reconciler {
 	if opts.ConsoleURL == "" {
-		opts.ConsoleURL = t.APIServer
+		opts.ConsoleURL = strings.TrimRight(t.APIServer, "/") + "/ui/"
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = http.DefaultClient

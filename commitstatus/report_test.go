@@ -83,7 +83,7 @@ func setup(t *testing.T, failFirst int) (*deploytest.Env, *fakeGitHub, *api.Even
 	srv := httptest.NewServer(gh)
 	t.Cleanup(srv.Close)
 	e := deploytest.Start(t, deploytest.Options{}, manager.Controller{Name: "commitstatus", Setup: func(tm *manager.Term) error {
-		return commitstatus.Setup(tm, commitstatus.Options{ConsoleURL: "https://cairn.example.com"})
+		return commitstatus.Setup(tm, commitstatus.Options{ConsoleURL: "https://cairn.example.com/ui/"})
 	}})
 	ctx := context.Background()
 	if _, err := client.For[*api.Secret](e.C).Create(ctx, &api.Secret{ObjectMeta: api.ObjectMeta{Name: "gh", Namespace: ns},

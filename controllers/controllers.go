@@ -85,6 +85,9 @@ type Config struct {
 	// LogTailBytes is how much of each ended unit's output (workers, jobs,
 	// container deploy items) is kept through the API; 0: the default.
 	LogTailBytes int
+	// ConsoleURL is the console's URL the commit statuses link to
+	// (commitstatus.Options.ConsoleURL); "": the API server's URL + /ui/.
+	ConsoleURL string
 }
 
 // CheckEvents refuses event settings that cannot work, naming the flag.
@@ -139,7 +142,9 @@ func List(cfg Config) []manager.Controller {
 			return scheduler.Setup(t, scheduler.Options{MaxWorkers: cfg.EventMaxWorkers, MaxJobs: cfg.EventMaxJobs, GracePeriod: cfg.EventGracePeriod,
 				LogTailBytes: cfg.LogTailBytes})
 		}},
-		{Name: "commitstatus", Setup: func(t *manager.Term) error { return commitstatus.Setup(t, commitstatus.Options{}) }},
+		{Name: "commitstatus", Setup: func(t *manager.Term) error {
+			return commitstatus.Setup(t, commitstatus.Options{ConsoleURL: cfg.ConsoleURL})
+		}},
 	}
 }
 

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -37,6 +38,8 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet, controllersUsage string) {
 	fs.DurationVar(&f.LeaderTTL, "leader-ttl", DefaultLeaderTTL, "how long a dead leader blocks failover")
 	fs.IntVar(&f.Config.GCWorkers, "gc-workers", 8, "concurrent garbage-collector workers")
 	f.Config.AddEventFlags(fs)
+	fs.StringVar(&f.Config.ConsoleURL, "console-url", "", "the console's URL the commit statuses of github Gateways' events link to, "+
+		"e.g. https://cairn.example.com/ui/ (default: this process's API server URL + /ui/)")
 	fs.DurationVar(&f.Timeouts.Pickup, "deployitem-pickup-timeout", deployitem.DefaultPickup, "how long a deploy item may wait for a deployer to pick it up before it fails (0: never)")
 	fs.DurationVar(&f.Timeouts.Aborting, "deployitem-aborting-timeout", deployitem.DefaultAborting, "how long a deployer may take to abort a deploy item before it fails (0: never)")
 	fs.DurationVar(&f.Timeouts.Progressing, "deployitem-progressing-timeout", deployitem.DefaultProgressing, "how long a deployer may work on a deploy item before it is aborted, unless its spec.timeout says otherwise (0: never)")
@@ -55,6 +58,9 @@ func (f *Flags) Selected() ([]manager.Controller, error) {
 	if err := f.Config.CheckEvents(); err != nil {
 		return nil, err
 	}
+	if err := CheckConsoleURL(f.Config.ConsoleURL); err != nil {
+		return nil, err
+	}
 	cfg := f.Config
 	cfg.DeployItemTimeouts = deployitem.NeverAsNegative(f.Timeouts)
 	ctrls, err := Select(List(cfg), f.Controllers)
@@ -62,4 +68,17 @@ func (f *Flags) Selected() ([]manager.Controller, error) {
 		return nil, fmt.Errorf("--controllers: %w", err)
 	}
 	return ctrls, nil
+}
+
+// CheckConsoleURL refuses a --console-url that is set but not an absolute
+// http or https URL, naming the flag. It is a pure function.
+func CheckConsoleURL(v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("--console-url must be an absolute http or https URL such as https://cairn.example.com/ui/, got %q", v)
+	}
+	return nil
 }
