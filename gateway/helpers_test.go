@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +17,7 @@ import (
 	"cairn.dev/cairn/client"
 	"cairn.dev/cairn/event"
 	"cairn.dev/cairn/gateway"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/kinds"
 	"cairn.dev/cairn/registry"
 	"cairn.dev/cairn/server"
@@ -36,7 +36,7 @@ type env struct {
 	c       client.Interface
 	ctx     context.Context
 	metrics *prometheus.Registry
-	logs    *syncBuffer
+	logs    *testkit.Buffer
 }
 
 // start starts the server, with opts besides the gateway's and the event
@@ -45,7 +45,7 @@ func start(t *testing.T, opts ...servertest.Option) *env {
 	t.Helper()
 	svc := event.New(event.Options{})
 	metrics := prometheus.NewRegistry()
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	h, err := gateway.New(gateway.Options{Events: svc, Metrics: metrics,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
@@ -61,24 +61,6 @@ func start(t *testing.T, opts ...servertest.Option) *env {
 	h.Bind(s.Registry)
 	s.Auth.SetScopeCheck(svc.CheckToken)
 	return &env{t: t, s: s, svc: svc, c: s.Client(t), ctx: context.Background(), metrics: metrics, logs: logs}
-}
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // secret creates the Secret name with data in default.

@@ -5,7 +5,6 @@
 package kubecompat_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -29,6 +28,7 @@ import (
 	"cairn.dev/cairn/cli/clitest"
 	"cairn.dev/cairn/controllers"
 	"cairn.dev/cairn/daemon"
+	"cairn.dev/cairn/internal/testkit"
 	"cairn.dev/cairn/server/servertest"
 )
 
@@ -152,11 +152,11 @@ func (c *cluster) kubectl(t *testing.T, args ...string) result {
 // has printed so far, done yields its result when it ends. Several
 // commands may run at once within one test (a `get -w` beside the writes
 // it sees).
-func (c *cluster) start(t *testing.T, args ...string) (out *syncBuffer, done <-chan result) {
+func (c *cluster) start(t *testing.T, args ...string) (out *testkit.Buffer, done <-chan result) {
 	t.Helper()
 	c.interceptFatal(t)
-	out = new(syncBuffer)
-	var errOut syncBuffer
+	out = new(testkit.Buffer)
+	var errOut testkit.Buffer
 	args = append([]string{"--kubeconfig=" + c.kubeconfig(t), "--cache-dir=" + filepath.Join(c.dir, "cache")}, args...)
 	c.kubectlMu.Lock()
 	cmd := kubectlcmd.NewDefaultKubectlCommandWithArgs(kubectlcmd.KubectlOptions{
@@ -213,31 +213,6 @@ func (c *cluster) must(t *testing.T, args ...string) string {
 		t.Fatalf("kubectl %s: %s", strings.Join(args, " "), r)
 	}
 	return r.out
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader in different
-// goroutines (a watch that prints while the test reads).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) WriteString(s string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.WriteString(s)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // eventually polls cond every 50ms until it returns "" (met) or timeout

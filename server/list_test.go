@@ -352,7 +352,7 @@ func TestList_LargeListsTakeMemoryBoundedWellBelowTheirSize(t *testing.T) {
 }
 
 func TestList_StoreFailureAfterTheFirstPageTruncatesTheBody(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.Buffer
 	s := servertest.Start(t, servertest.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	createObjects(t, s, "Secret", "big", 16, 512<<10) // 11 MB of JSON: more than the sockets hold (64 KiB + at most 4 MiB)
 	resp := getStream(t, testkit.Context(t), smallBuffers(s), s, nsPath("default", "secrets"))
@@ -372,24 +372,6 @@ func TestList_StoreFailureAfterTheFirstPageTruncatesTheBody(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, "the failure to be logged", func() bool {
 		return strings.Contains(logs.String(), "list failed after its first page")
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use (a logger's sink).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // smallBuffers is an HTTP client of s whose connections' receive buffers

@@ -1,14 +1,12 @@
 package target_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,31 +23,13 @@ import (
 type env struct {
 	*deploytest.Env
 	clients *target.Clients
-	log     *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log     *testkit.Buffer
 }
 
 // start runs a server and the target controller with opts (its clients
 // cache shared with the test), logging at debug level into env.log.
 func start(t *testing.T, opts target.Options) *env {
-	e := &env{Env: deploytest.Start(t, deploytest.Options{}), clients: target.NewClients(), log: &syncBuffer{}}
+	e := &env{Env: deploytest.Start(t, deploytest.Options{}), clients: target.NewClients(), log: &testkit.Buffer{}}
 	opts.Clients = e.clients
 	logger := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	m, err := manager.New(manager.Options{Client: e.C, Logger: logger, Traces: e.Traces,

@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,24 +37,7 @@ type env struct {
 	*deploytest.Env
 	kube *kubetest.Cluster
 	cs   *kubernetes.Clientset
-	log  *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log  *testkit.Buffer
 }
 
 // start runs a cluster, a cairn server, the Target "cluster" with its
@@ -64,7 +46,7 @@ func (s *syncBuffer) String() string {
 func start(t *testing.T, httpc *http.Client) *env {
 	t.Helper()
 	kc := kubetest.Start(t)
-	e := &env{Env: deploytest.Start(t, deploytest.Options{}), kube: kc, cs: kc.Clientset(), log: &syncBuffer{}}
+	e := &env{Env: deploytest.Start(t, deploytest.Options{}), kube: kc, cs: kc.Clientset(), log: &testkit.Buffer{}}
 	kc.CreateTarget(e.Ctx(), e.C, deploytest.NS, "cluster", "kubeconfig")
 	logger := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	m, err := manager.New(manager.Options{Client: e.C, Logger: logger, Traces: e.Traces, Controllers: []manager.Controller{

@@ -1,12 +1,10 @@
 package manifest_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,35 +16,17 @@ import (
 	"cairn.dev/cairn/manager"
 )
 
-// lockedBuffer is a log sink safe for the deployer's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startLogged runs a cluster, a cairn server with the Target "cluster",
 // and the manifest deployer logging at debug level into the returned
 // buffer.
-func startLogged(t *testing.T) (*deploytest.Env, *lockedBuffer) {
+func startLogged(t *testing.T) (*deploytest.Env, *testkit.Buffer) {
 	t.Helper()
 	kc := kubetest.Start(t)
 	e := deploytest.Start(t, deploytest.Options{})
 	e.Create(testkit.Secret(deploytest.NS, "kc", map[string]string{"kubeconfig": string(kc.Kubeconfig())}))
 	e.Create(testkit.Object(api.KindTarget, deploytest.NS, "cluster", testkit.Spec(
 		`{"type":"kubernetes-cluster","config":{"kubeconfig":{"secretRef":{"name":"kc"}}}}`)))
-	logs := &lockedBuffer{}
+	logs := &testkit.Buffer{}
 	m, err := manager.New(manager.Options{Client: e.C, Traces: e.Traces,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Controllers: []manager.Controller{{Name: "deployer-manifest", Setup: func(tm *manager.Term) error {
