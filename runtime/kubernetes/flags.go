@@ -10,11 +10,13 @@ import (
 
 // Flags are the flags of `cairn server` and `cairn controller-manager`
 // that choose where units run: --runtime (local, the default, or
-// kubernetes), --runtime-kubeconfig and --runtime-namespace.
+// kubernetes), --runtime-kubeconfig, --runtime-namespace and
+// --runtime-default-image.
 type Flags struct {
-	runtime    string
-	kubeconfig string
-	namespace  string
+	runtime      string
+	kubeconfig   string
+	namespace    string
+	defaultImage string
 }
 
 // AddFlags defines the flags on fs.
@@ -25,16 +27,19 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 		"with --runtime kubernetes: the kubeconfig of the cluster units run in (its user needs the Role of "+DefaultRole+")")
 	fs.StringVar(&f.namespace, "runtime-namespace", "",
 		"with --runtime kubernetes: the namespace units' pods and secrets go to")
+	fs.StringVar(&f.defaultImage, "runtime-default-image", "",
+		"with --runtime kubernetes: the image of workers, jobs and container deploy items that name none (it needs /bin/sh and what their commands call, e.g. curl)")
 }
 
 // Kubernetes reports whether the flags choose the kubernetes runtime.
 // Errors: an unknown --runtime; --runtime-kubeconfig or
-// --runtime-namespace missing for kubernetes, or given for local.
+// --runtime-namespace missing for kubernetes; those or
+// --runtime-default-image given for local.
 func (f *Flags) Kubernetes() (bool, error) {
 	switch f.runtime {
 	case "", "local":
-		if f.kubeconfig != "" || f.namespace != "" {
-			return false, fmt.Errorf("--runtime-kubeconfig and --runtime-namespace need --runtime kubernetes")
+		if f.kubeconfig != "" || f.namespace != "" || f.defaultImage != "" {
+			return false, fmt.Errorf("--runtime-kubeconfig, --runtime-namespace and --runtime-default-image need --runtime kubernetes")
 		}
 		return false, nil
 	case "kubernetes":
@@ -65,5 +70,5 @@ func (f *Flags) Open(log *slog.Logger) (*Runtime, error) {
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100
 	}
-	return New(Options{Config: cfg, Namespace: f.namespace, Logger: log})
+	return New(Options{Config: cfg, Namespace: f.namespace, Logger: log, DefaultImage: f.defaultImage})
 }

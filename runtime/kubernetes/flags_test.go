@@ -20,6 +20,8 @@ func TestFlags_NameTheFlagToFix(t *testing.T) {
 		{[]string{"--runtime", "kubernetes", "--runtime-namespace", "n"}, false, "needs --runtime-kubeconfig"},
 		{[]string{"--runtime", "kubernetes", "--runtime-kubeconfig", "k"}, false, "needs --runtime-namespace"},
 		{[]string{"--runtime-namespace", "n"}, false, "need --runtime kubernetes"},
+		{[]string{"--runtime", "kubernetes", "--runtime-kubeconfig", "k", "--runtime-namespace", "n", "--runtime-default-image", "i"}, true, ""},
+		{[]string{"--runtime-default-image", "example.com/worker:1"}, false, "--runtime-default-image need --runtime kubernetes"},
 	}
 	for _, c := range cases {
 		var f Flags

@@ -19,7 +19,7 @@
 //
 // The image comes from what the unit runs for (describe.go): a Brigade
 // worker's Project (workerTemplate.image), a job's image, or a container
-// deploy item's config.image. The Role the runtime needs is in
+// deploy item's config.image, else Options.DefaultImage. The Role the runtime needs is in
 // docs/kubernetes-runtime.md; Ready reports a missing permission by name.
 package kubernetes
 
@@ -67,6 +67,13 @@ type Options struct {
 	// Logger receives what the runtime does; default: discarded. It never
 	// receives environment values or file contents.
 	Logger *slog.Logger
+	// DefaultImage is the image of units that name none (a Project's
+	// workerTemplate.image, a job's image, a container deploy item's
+	// config.image): one image holding what the commands call (sh, curl,
+	// ...) lets workers, jobs and deploy items written for the local
+	// runtime run unchanged. Empty: such a unit fails to start, saying
+	// where to set one.
+	DefaultImage string
 }
 
 // DefaultRole is the file that documents the Role the runtime needs.

@@ -25,9 +25,10 @@ func apiErr(what string, err error) error {
 	return fmt.Errorf("runtime kubernetes: %s: %w", what, err)
 }
 
-// Start creates the unit's Secret, then its Pod. A unit without an image,
-// or with resources that do not parse, is recorded as Failed with the
-// reason and has no pod. See runtime.Runtime.
+// Start creates the unit's Secret, then its Pod. A unit without an image
+// (its own or Options.DefaultImage), or with resources that do not parse,
+// is recorded as Failed with the reason and has no pod. See
+// runtime.Runtime.
 func (r *Runtime) Start(ctx context.Context, s runtime.Spec) (runtime.State, error) {
 	if err := runtime.ValidateSpec(s); err != nil {
 		return runtime.State{}, err
@@ -44,6 +45,9 @@ func (r *Runtime) Start(ctx context.Context, s runtime.Spec) (runtime.State, err
 	if err == nil && info.Claim != "" && info.ClaimOwner {
 		claim, err = buildClaim(info, s.ID, r.pod)
 	}
+	if info.Image == "" {
+		info.Image = r.opts.DefaultImage
+	}
 	now := time.Now()
 	var failed *runtime.State
 	switch {
@@ -51,7 +55,7 @@ func (r *Runtime) Start(ctx context.Context, s runtime.Spec) (runtime.State, err
 		failed = &runtime.State{Phase: runtime.PhaseFailed, Reason: err.Error(), Started: now, Ended: now}
 	case info.Image == "":
 		failed = &runtime.State{Phase: runtime.PhaseFailed, Started: now, Ended: now,
-			Reason: "no image to run: the kubernetes runtime needs " + info.ImageField}
+			Reason: "no image to run: the kubernetes runtime needs " + info.ImageField + " (or --runtime-default-image)"}
 	}
 	sec := buildSecret(s, info, r.pod, failed)
 	// Until its pod is created, the unit is Pending, not Lost.
