@@ -11,21 +11,26 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 )
 
 // Kubelet plays a node's kubelet for tests, as far as the apiserver needs
 // one: a Node whose kubelet endpoint is an HTTPS server on loopback that
 // serves container logs (which the apiserver proxies pods/log to), and
-// helpers that bind pods to the node and write their status. It runs no
-// container: a test says what each pod does.
+// helpers that bind pods to the node and write their status. With Play a
+// test says what each pod does; with Exec each pod's command runs as a
+// local process (exec.go).
 type Kubelet struct {
 	// Node is the Node's name.
 	Node string
 
-	c    *Cluster
-	srv  *httptest.Server
-	mu   sync.Mutex
-	logs map[string][]byte // namespace/pod -> the container's output
+	c       *Cluster
+	srv     *httptest.Server
+	mu      sync.Mutex
+	logs    map[string][]byte     // namespace/pod -> the container's output
+	streams map[string]*logStream // namespace/pod -> a process's output (Exec)
+	stops   map[types.UID]func()  // pod -> stops its process, blocking (Exec)
 }
 
 // StartKubelet registers a Ready Node named name whose kubelet endpoint is
@@ -34,7 +39,7 @@ type Kubelet struct {
 // --kubelet-certificate-authority), as it does any kubelet then.
 func (c *Cluster) StartKubelet(name string) *Kubelet {
 	c.t.Helper()
-	k := &Kubelet{Node: name, c: c, logs: map[string][]byte{}}
+	k := &Kubelet{Node: name, c: c, logs: map[string][]byte{}, streams: map[string]*logStream{}, stops: map[types.UID]func(){}}
 	k.srv = httptest.NewTLSServer(http.HandlerFunc(k.serve))
 	c.t.Cleanup(k.srv.Close)
 	port, err := strconv.Atoi(k.srv.URL[strings.LastIndex(k.srv.URL, ":")+1:])
@@ -55,7 +60,9 @@ func (c *Cluster) StartKubelet(name string) *Kubelet {
 	return k
 }
 
-// serve answers GET /containerLogs/{namespace}/{pod}/{container} with what
+// serve answers GET /containerLogs/{namespace}/{pod}/{container}: with
+// the output of the pod's process when Exec runs it (up to its end when
+// the request follows, what it wrote so far otherwise), else with what
 // SetLog gave for the pod (nothing by default), whether or not it follows.
 func (k *Kubelet) serve(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/containerLogs/")
@@ -66,8 +73,13 @@ func (k *Kubelet) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	k.mu.Lock()
 	b := k.logs[parts[0]+"/"+parts[1]]
+	stream := k.streams[parts[0]+"/"+parts[1]]
 	k.mu.Unlock()
 	w.Header().Set("Content-Type", "text/plain")
+	if stream != nil {
+		stream.serve(w, r, r.URL.Query().Get("follow") == "true")
+		return
+	}
 	_, _ = w.Write(b)
 }
 
@@ -119,16 +131,28 @@ func (k *Kubelet) Run(ctx context.Context, pod *corev1.Pod) error {
 // otherwise) and the given reason ("" gives Completed or Error).
 // Errors: the API's.
 func (k *Kubelet) Exit(ctx context.Context, pod *corev1.Pod, code int32, reason string) error {
+	return k.end(ctx, pod, corev1.ContainerStateTerminated{ExitCode: code, Reason: reason})
+}
+
+// end ends the pod's containers in state term (Succeeded for exit code 0,
+// Failed otherwise); an empty reason gives Completed or Error, missing
+// times are now. Errors: the API's.
+func (k *Kubelet) end(ctx context.Context, pod *corev1.Pod, term corev1.ContainerStateTerminated) error {
 	phase, r := corev1.PodSucceeded, "Completed"
-	if code != 0 {
+	if term.ExitCode != 0 {
 		phase, r = corev1.PodFailed, "Error"
 	}
-	if reason != "" {
-		r = reason
+	if term.Reason == "" {
+		term.Reason = r
 	}
 	now := metav1.Now()
-	return k.SetStatus(ctx, pod, phase, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-		ExitCode: code, Reason: r, StartedAt: now, FinishedAt: now}})
+	if term.StartedAt.IsZero() {
+		term.StartedAt = now
+	}
+	if term.FinishedAt.IsZero() {
+		term.FinishedAt = now
+	}
+	return k.SetStatus(ctx, pod, phase, corev1.ContainerState{Terminated: &term})
 }
 
 // ConfirmDeletion removes a pod being deleted on the node, as a kubelet
@@ -146,6 +170,19 @@ func (k *Kubelet) ConfirmDeletion(ctx context.Context, pod *corev1.Pod) error {
 // be nil (exit 0 at once). It does not block; failures of the API are
 // reported through t.Errorf unless ctx has ended.
 func (k *Kubelet) Play(ctx context.Context, ns string, do func(ctx context.Context, pod *corev1.Pod) int32) {
+	k.play(ctx, ns, func(ctx context.Context, pod *corev1.Pod) corev1.ContainerStateTerminated {
+		code := int32(0)
+		if do != nil {
+			code = do(ctx, pod)
+		}
+		return corev1.ContainerStateTerminated{ExitCode: code}
+	})
+}
+
+// play is Play with run giving the containers' end state (see end); a
+// pod being deleted has its process stopped (stopPod) before its deletion
+// is confirmed.
+func (k *Kubelet) play(ctx context.Context, ns string, run func(ctx context.Context, pod *corev1.Pod) corev1.ContainerStateTerminated) {
 	w, err := k.c.Clientset().CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		k.c.t.Errorf("kubetest: watch pods: %v", err)
@@ -166,7 +203,10 @@ func (k *Kubelet) Play(ctx context.Context, ns string, do func(ctx context.Conte
 			switch {
 			case pod.DeletionTimestamp != nil:
 				if ev.Type != "DELETED" {
-					go func() { _ = k.ConfirmDeletion(ctx, pod) }()
+					go func() {
+						k.stopPod(pod.UID)
+						_ = k.ConfirmDeletion(ctx, pod)
+					}()
 				}
 			case ev.Type == "ADDED":
 				go func() {
@@ -174,11 +214,10 @@ func (k *Kubelet) Play(ctx context.Context, ns string, do func(ctx context.Conte
 						report(err)
 						return
 					}
-					code := int32(0)
-					if do != nil {
-						code = do(ctx, pod)
-					}
-					if err := k.Exit(ctx, pod, code, ""); err != nil && !strings.Contains(err.Error(), "not found") {
+					term := run(ctx, pod)
+					// The status may change meanwhile (a deletion): write it again.
+					err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return k.end(ctx, pod, term) })
+					if err != nil && !strings.Contains(err.Error(), "not found") {
 						report(err)
 					}
 				}()
