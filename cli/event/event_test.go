@@ -17,6 +17,14 @@ import (
 
 func TestExample_HelloWorkerCreatesTwoJobsAndSucceeds(t *testing.T) {
 	d, c := clitest.StartDaemon(t, daemon.Options{Controllers: controllers.List(controllers.Config{})})
+	playHelloExample(t, d, c)
+}
+
+// playHelloExample applies examples/events/hello.yaml on d, creates its
+// event as the README does, and asserts the worker and both jobs succeed,
+// with their logs through cairn logs.
+func playHelloExample(t *testing.T, d *daemon.Daemon, c client.Interface) {
+	t.Helper()
 	example := filepath.Join("..", "..", "examples", "events", "hello.yaml")
 	if r := clitest.Run(t, d.ClientConfig(), "apply", "-f", example); r.Error != nil || r.Out != "project/hello created\n" {
 		t.Fatalf("apply: %q %v", r.Out, r.Error)

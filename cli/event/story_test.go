@@ -55,6 +55,16 @@ const (
 func TestExample_PreviewStoryFromPullRequestToCleanup(t *testing.T) {
 	gh := newFakeGitHub(t)
 	d, c := clitest.StartDaemon(t, daemon.Options{Controllers: controllers.List(controllers.Config{ConsoleURL: storyConsole}), LeaderTTL: time.Second})
+	gh.check(t, playPreviewStory(t, d, c, gh))
+}
+
+// playPreviewStory plays examples/preview/story.yaml on d (whose
+// controllers take --console-url storyConsole) with gh as GitHub's status
+// API, and asserts each step (see TestExample_PreviewStoryFromPullRequestToCleanup)
+// but the statuses GitHub saw: it returns the events whose worker
+// succeeded, with their commits, for the caller to check them.
+func playPreviewStory(t *testing.T, d *daemon.Daemon, c client.Interface, gh *fakeGitHub) []wantStatus {
+	t.Helper()
 	ctx := context.Background()
 	const ns = "previews"
 	run := func(args ...string) string {
@@ -151,7 +161,7 @@ func TestExample_PreviewStoryFromPullRequestToCleanup(t *testing.T) {
 		t.Errorf("the standing capacity rule: %v, want it kept", err)
 	}
 
-	gh.check(t, []wantStatus{{labeled, headSHA}, {pushed, pushedSHA}, {closed, headSHA}})
+	return []wantStatus{{labeled, headSHA}, {pushed, pushedSHA}, {closed, headSHA}}
 }
 
 // checkPreviewUp waits until the Installation preview-2 is Succeeded and
