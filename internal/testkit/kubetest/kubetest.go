@@ -2,7 +2,8 @@
 // and a kube-apiserver process (and, on request, a kube-controller-manager
 // process) on loopback, with their certificates, tokens and keys under
 // t.TempDir(). No kubelet runs: pods stay Pending unless a test writes
-// their status.
+// their status (Kubelet.Play) or has their commands run as local processes
+// (Kubelet.Exec).
 //
 // The binaries are built by hack/kube-binaries.sh (which .ci/run calls)
 // into a cache keyed by the Kubernetes version matching cairn's k8s.io/*
