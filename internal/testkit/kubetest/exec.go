@@ -40,7 +40,9 @@ type execer struct {
 //     a temporary root, and every mount path is a symbolic link under the
 //     pod's own root to its volume (or subPath): mount paths are absolute
 //     and shared by pods that run side by side (every unit mounts
-//     /workspace), so none is made on this machine itself. An env value
+//     /workspace), so none is made on this machine itself (a mount inside
+//     a claim's directory that another pod made already fails the pod with
+//     StartError: unit files in a shared workspace are not played). An env value
 //     or the command that is a mounted path, the working directory and the
 //     termination message file are mapped under the pod's root the same
 //     way;
