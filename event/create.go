@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -148,6 +149,10 @@ type snapshot struct {
 	project *api.Project
 	pobj    *api.Object
 	secrets []*api.Object // in the order of spec.secrets
+
+	// copy is the copy of the secrets an event gets, built once (copied).
+	copyOnce sync.Once
+	copy     *secretsCopy
 }
 
 // maxSnapshots bounds the snapshot cache.
@@ -249,27 +254,18 @@ func prepare(in *api.Event, sn *snapshot) (*eventWrite, error) {
 			"the worker is copied from the project's workerTemplate")})
 	}
 	p := sn.project
-	conds := []store.Cond{unchanged(api.KindProject, sn.pobj)}
-	data := map[string][]byte{}
-	from := map[string]string{}
-	secrets := sn.secrets
-	if !SharesSecrets(p, in) {
-		secrets = nil // a fork's event: none of the project's secrets
-	}
-	for _, obj := range secrets {
-		name := obj.Name
-		var sec api.Secret
-		if err := obj.Into(&sec); err != nil {
-			return nil, fmt.Errorf("event: stored secret %q does not decode: %w", name, err)
+	cp := sn.copied()
+	conds := []store.Cond{cp.project}
+	data := map[string][]byte{} // a fork's event: none of the project's secrets
+	if SharesSecrets(p, in) {
+		if cp.invalid != nil {
+			return nil, api.NewInvalid(api.KindEvent, in.Name, field.ErrorList{cp.invalid})
 		}
-		for _, k := range slices.Sorted(maps.Keys(sec.Data)) {
-			if from[k] != "" {
-				return nil, api.NewInvalid(api.KindEvent, in.Name, field.ErrorList{field.Invalid(field.NewPath("spec", "project"), p.Name,
-					fmt.Sprintf("the project's Secrets %s and %s both have the key %s", from[k], name, k))})
-			}
-			data[k], from[k] = sec.Data[k], name
+		if cp.err != nil {
+			return nil, cp.err
 		}
-		conds = append(conds, unchanged(api.KindSecret, obj))
+		data = cp.data
+		conds = append(conds, cp.secrets...)
 	}
 	ev := &api.Event{ObjectMeta: in.ObjectMeta, Spec: in.Spec}
 	ev.APIVersion, ev.Kind = api.APIVersion, api.KindEvent

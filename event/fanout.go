@@ -56,7 +56,8 @@ type ProjectOutcome struct {
 //     committed, the answer is no error but lists, per project, the Event
 //     created or the error that kept it from being created.
 //
-// It blocks on one list of the projects, one read per project and per
+// It blocks on one read of the projects' keys (and a list of the
+// projects when they changed: subscriptions.go), one read per project and per
 // secret, and the transactions (retried with fresh reads when a project or
 // secret changed meanwhile, or a generated name collided). With opts
 // DryRun nothing is written. Errors: as Create, naming the project.
@@ -76,7 +77,7 @@ func (s *Service) FanOutNamed(ctx context.Context, ev *api.Event, name func(proj
 		return nil, err
 	}
 	sys := system(ctx)
-	names, err := subscribed(sys, reg, ev)
+	names, err := s.subs.subscribed(sys, reg, ev)
 	if err != nil {
 		return nil, err
 	}
@@ -117,29 +118,6 @@ func (s *Service) FanOutNamed(ctx context.Context, ev *api.Event, name func(proj
 		return nil, firstErr // nothing was written
 	}
 	return out, nil
-}
-
-// subscribed lists, in name order, the projects of ev's namespace with a
-// subscription matching ev.
-func subscribed(ctx context.Context, reg *registry.Registry, ev *api.Event) ([]string, error) {
-	l, err := reg.List(ctx, api.KindProject, ev.Namespace, api.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, obj := range l.Items {
-		var p api.Project
-		if err := obj.Into(&p); err != nil {
-			return nil, fmt.Errorf("event: stored project %q does not decode: %w", obj.Name, err)
-		}
-		if slices.ContainsFunc(p.Spec.EventSubscriptions, func(sub api.EventSubscription) bool {
-			return sub.Match(ev.Spec.Source, ev.Spec.Type, ev.Spec.Qualifiers, ev.Spec.Labels)
-		}) {
-			names = append(names, p.Name)
-		}
-	}
-	slices.Sort(names)
-	return names, nil
 }
 
 // readPrepared reads the snapshot of the project of one, the fan-out's

@@ -59,6 +59,10 @@ type Service struct {
 	// its secrets that an event was created from (see Create).
 	snapMu sync.Mutex
 	snaps  map[string]*snapshot
+
+	// subs caches the projects' subscriptions, for fan-outs
+	// (subscriptions.go).
+	subs *subscriptionCache
 }
 
 // New returns a Service that serves nothing until Bind.
@@ -72,7 +76,7 @@ func New(opts Options) *Service {
 	if opts.Logs == nil {
 		opts.Logs = &logsource.Source{}
 	}
-	return &Service{opts: opts, grants: map[string]grant{}, snaps: map[string]*snapshot{}}
+	return &Service{opts: opts, grants: map[string]grant{}, snaps: map[string]*snapshot{}, subs: newSubscriptionCache()}
 }
 
 // Bind gives the service the registry it acts on and the runtime whose
