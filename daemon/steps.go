@@ -69,6 +69,12 @@ func (d *Daemon) openRegistry(ctx context.Context, events *event.Service) error 
 	if err := d.registry.Init(ctx); err != nil {
 		return fmt.Errorf("daemon: initialize the store: %w", err)
 	}
+	// The schemas every write records its managed fields with are built
+	// now, before the API serves: built by the first write instead, they
+	// took that write's store deadline (seconds on a loaded machine).
+	if _, err := d.registry.OpenAPI(); err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
 	return nil
 }
 
