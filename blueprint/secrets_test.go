@@ -69,3 +69,28 @@ func TestRenderExports_ASecretImportStaysAReference(t *testing.T) {
 		t.Fatalf("err = %v, want ErrTemplate naming the import", err)
 	}
 }
+
+// BenchmarkRenderDeployItems measures a deploy execution's rendering with
+// a plain import (as a Secret's value was rendered before references) and
+// with the same import as a Secret reference (rendered once more,
+// probed, to check the template places it).
+func BenchmarkRenderDeployItems(b *testing.B) {
+	spec := &api.BlueprintSpec{DeployExecutions: []api.TemplateExecutor{exec("items",
+		"deployItems:\n- name: db\n  type: container\n  config:\n    env: {PW: {{ .imports.password | quote }}, HOST: {{ .imports.host | quote }}}\n    command: [sh, -c, 'echo {{ .imports.host }}']\n")}}
+	ref := api.SecretReference{Name: "db", Key: "password", Version: "12"}.String()
+	for _, c := range []struct {
+		name string
+		d    blueprint.Data
+	}{
+		{"value", blueprint.Data{Imports: map[string]any{"password": "change-me-please", "host": "db.local"}}},
+		{"reference", blueprint.Data{Imports: map[string]any{"password": ref, "host": "db.local"}, Secrets: []string{"password"}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := blueprint.RenderDeployItems(spec, c.d); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
