@@ -61,6 +61,9 @@ const (
 	// ReasonMockFailed: a mock item configured to fail, or with a config
 	// that does not decode.
 	ReasonMockFailed = ErrorReason("MockFailed")
+	// ReasonSecretNotFound: a Secret reference of the item's config
+	// names a Secret or key that does not exist.
+	ReasonSecretNotFound = ErrorReason("SecretNotFound")
 )
 
 // Reasons in a deploy item's lastError set by the Kubernetes deployers

@@ -48,6 +48,10 @@ type Data struct {
 	// Subinstallations are the exports of the nested installations, by
 	// template name (export executions only).
 	Subinstallations map[string]any
+	// Secrets names the imports whose values are Secret references
+	// (api.SecretReference): a template must place them as they are
+	// (see placed).
+	Secrets []string
 }
 
 func (d Data) template() map[string]any {
@@ -97,6 +101,9 @@ func execute(kind string, e api.TemplateExecutor, d Data, into any) error {
 	var out bytes.Buffer
 	if err := t.Execute(&out, d.template()); err != nil {
 		return fmt.Errorf("%s: %w: execution %q: %w", kind, ErrTemplate, e.Name, err)
+	}
+	if err := placed(t, d, out.String()); err != nil {
+		return fmt.Errorf("%s: %w: execution %q %w", kind, ErrTemplate, e.Name, err)
 	}
 	if err := yaml.UnmarshalStrict(out.Bytes(), into); err != nil {
 		return fmt.Errorf("%s: %w: execution %q renders bad YAML: %w", kind, ErrTemplate, e.Name, err)

@@ -85,7 +85,7 @@ func (k *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 	if err != nil {
 		return controller.Result{}, controller.Terminal(fmt.Errorf("deployer: %w", err))
 	}
-	item := &Item{DeployItem: d, Notify: func() { k.ctrl.Enqueue(key) }}
+	item := &Item{DeployItem: d, Notify: func() { k.ctrl.Enqueue(key) }, c: k.c}
 	res, err := k.dispatch(ctx, key, item)
 	return res, k.refused(ctx, key, item.DeployItem, err)
 }

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"cairn.dev/cairn/api"
+	"cairn.dev/cairn/client"
 )
 
 // Item is a deploy item as a Deployer sees it.
@@ -52,6 +53,9 @@ type Item struct {
 	// calls it (from any goroutine) when work it waits for has ended. It
 	// never blocks.
 	Notify func()
+
+	// c reads the Secrets the config references (ResolveConfig).
+	c client.Interface
 }
 
 // Outcome is what a Deployer reports about an item's work.

@@ -184,6 +184,9 @@ type Import struct {
 	Secret bool
 	// Value is the JSON value (only when Exists).
 	Value json.RawMessage
+	// Template, when set, is what templates see instead of Value: a
+	// Secret import's references (api.SecretReference), never its value.
+	Template json.RawMessage
 }
 
 // Generations returns what to record in status.importGenerations.

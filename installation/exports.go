@@ -118,8 +118,8 @@ func (r *Reconciler) publish(ctx context.Context, inst *api.Installation, bp sou
 // published before its status said Succeeded, and exports rendered from
 // it would be wrong for good.
 func (r *Reconciler) render(ctx context.Context, inst *api.Installation, bp *api.BlueprintSpec, imps []Import) (map[string]json.RawMessage, error) {
-	_, data := importValues(imps)
-	d := blueprint.Data{Imports: data, DeployItems: map[string]any{}, Subinstallations: map[string]any{}}
+	_, d := importValues(imps)
+	d.DeployItems, d.Subinstallations = map[string]any{}, map[string]any{}
 	if e := r.caches.execution(inst); e != nil && e.Status.ExportRef != "" {
 		all, err := r.readData(ctx, e.Namespace, e.Status.ExportRef)
 		if err != nil {

@@ -64,19 +64,12 @@ func (r *Reconciler) resolveData(ctx context.Context, inst *api.Installation, d 
 		// values (a hash of a short password could be reversed).
 		im.Generation = s.UID + "/" + s.ResourceVersion
 		if d.SecretRef.Key != "" {
-			v, ok := s.Data[d.SecretRef.Key]
-			if !ok {
+			if _, ok := s.Data[d.SecretRef.Key]; !ok {
 				im.Source += " (no such key)"
 				return im, nil
 			}
-			im.Value, _ = json.Marshal(string(v))
-		} else {
-			m := map[string]string{}
-			for k, v := range s.Data {
-				m[k] = string(v)
-			}
-			im.Value, _ = json.Marshal(m)
 		}
+		im.Value, im.Template = secretValues(s, d.SecretRef.Key)
 		im.Exists = true
 	default:
 		parent := r.caches.parent(inst)
@@ -91,6 +84,7 @@ func (r *Reconciler) resolveData(ctx context.Context, inst *api.Installation, d 
 				}
 				im.Source = "parent/" + parent.Name + ":" + pd.Name
 				im.FromParent, im.Exists, im.Generation, im.Value, im.Secret = true, pim.Exists, pim.Generation, pim.Value, pim.Secret
+				im.Template = pim.Template
 				return im, nil
 			}
 		}
@@ -110,6 +104,30 @@ func (r *Reconciler) resolveData(ctx context.Context, inst *api.Installation, d 
 		r.ownedBy(inst, &im, do.ControllerRef())
 	}
 	return im, nil
+}
+
+// secretValues returns the value of a Secret import (the key's value, or
+// the map of every key's without a key), used only to check the import
+// against its schema, and the value its templates see: the same shape with
+// each value replaced by its reference (api.SecretReference, carrying the
+// Secret's resourceVersion, so that a changed Secret renders a changed
+// spec). A Secret's value is never rendered into an Execution.
+func secretValues(s *api.Secret, key string) (value, template json.RawMessage) {
+	ref := func(k string) string {
+		return api.SecretReference{Name: s.Name, Key: k, Version: s.ResourceVersion}.String()
+	}
+	if key != "" {
+		value, _ = json.Marshal(string(s.Data[key]))
+		template, _ = json.Marshal(ref(key))
+		return value, template
+	}
+	vals, refs := map[string]string{}, map[string]string{}
+	for k, v := range s.Data {
+		vals[k], refs[k] = string(v), ref(k)
+	}
+	value, _ = json.Marshal(vals)
+	template, _ = json.Marshal(refs)
+	return value, template
 }
 
 // resolveTarget resolves a target import the way resolveData resolves a

@@ -430,18 +430,42 @@ spec:
       - name: items
         template: "deployItems: [{name: a, type: mock, config: {pw: {{ .imports.pw | quote }}}}]"
 `)
-	e.finish("sec", 0, api.DeploySucceeded, nil)
+	gen := e.finish("sec", 0, api.DeploySucceeded, nil)
 	in := e.waitPhase("sec", api.InstallationSucceeded)
 	ex, _ := e.exec("sec")
-	if string(ex.Spec.DeployItems[0].Config) != `{"pw":"s3cr3t-value"}` {
-		t.Fatalf("the deploy item did not get the secret: %s", ex.Spec.DeployItems[0].Config)
+	sec, err := client.For[*api.Secret](e.c).Get(e.ctx, e.ns, "creds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := api.SecretReference{Name: "creds", Key: "password", Version: sec.ResourceVersion}.String()
+	if string(ex.Spec.DeployItems[0].Config) != `{"pw":"`+want+`"}` {
+		t.Fatalf("the deploy item's config is %s, want the reference %s", ex.Spec.DeployItems[0].Config, want)
 	}
 	raw, _ := json.Marshal(in.Status)
-	if strings.Contains(string(raw), "s3cr3t") || strings.Contains(e.explain("sec"), "s3cr3t") {
-		t.Fatalf("the secret value is in the status or the trace: %s", raw)
+	xraw, _ := json.Marshal(ex)
+	if strings.Contains(string(raw), "s3cr3t") || strings.Contains(string(xraw), "s3cr3t") || strings.Contains(e.explain("sec"), "s3cr3t") {
+		t.Fatalf("the secret value is in the status, the execution or the trace: %s", raw)
 	}
 	if g := in.Status.ImportGenerations; len(g) != 1 || g[0].Source != "secret/creds:password" {
 		t.Fatalf("import generations %+v", g)
+	}
+	// A changed Secret renders a changed reference: the execution (and
+	// its items) run again, though no value is in its spec.
+	sec.StringData = map[string]string{"password": "n3w-s3cr3t-value"}
+	if sec, err = client.For[*api.Secret](e.c).Update(e.ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+	// Secrets are not watched: the installation looks at its imports
+	// again when asked (or at its succeededReconcile interval).
+	if _, err := client.For[*api.Installation](e.c).Patch(e.ctx, e.ns, "sec",
+		[]byte(`{"metadata":{"annotations":{"cairn.dev/operation":"reconcile"}}}`), false); err != nil {
+		t.Fatal(err)
+	}
+	e.finish("sec", gen, api.DeploySucceeded, nil)
+	ex, _ = e.exec("sec")
+	want = api.SecretReference{Name: "creds", Key: "password", Version: sec.ResourceVersion}.String()
+	if string(ex.Spec.DeployItems[0].Config) != `{"pw":"`+want+`"}` {
+		t.Fatalf("after the Secret changed, the config is %s, want %s", ex.Spec.DeployItems[0].Config, want)
 	}
 }
 

@@ -176,16 +176,23 @@ func (r *Reconciler) annotate(ctx context.Context, kind string, m *api.ObjectMet
 	return nil
 }
 
-// importValues returns the values of the existing imports for rendering.
-func importValues(imps []Import) (map[string]blueprint.ImportValue, map[string]any) {
+// importValues returns the values of the existing imports for their
+// schemas, and the template data to render with: a Secret import as its
+// references (Import.Template), listed in the data's Secrets.
+func importValues(imps []Import) (map[string]blueprint.ImportValue, blueprint.Data) {
 	vals := map[string]blueprint.ImportValue{}
-	data := map[string]any{}
+	data := blueprint.Data{Imports: map[string]any{}}
 	for _, im := range imps {
 		if !im.Exists {
 			continue
 		}
 		vals[im.Name] = blueprint.ImportValue{Value: im.Value, Secret: im.Secret}
-		data[im.Name] = decodeJSON(im.Value)
+		if len(im.Template) > 0 {
+			data.Imports[im.Name] = decodeJSON(im.Template)
+			data.Secrets = append(data.Secrets, im.Name)
+			continue
+		}
+		data.Imports[im.Name] = decodeJSON(im.Value)
 	}
 	return vals, data
 }
@@ -207,7 +214,7 @@ func (r *Reconciler) update(ctx context.Context, inst *api.Installation, src sou
 	if err := blueprint.ValidateImports(bp.Imports, vals); err != nil {
 		return "", nil, fail(api.ReasonImportInvalid, err)
 	}
-	items, err := blueprint.RenderDeployItems(bp, blueprint.Data{Imports: data})
+	items, err := blueprint.RenderDeployItems(bp, data)
 	if err != nil {
 		return "", nil, fail(api.ReasonRenderFailed, err)
 	}

@@ -71,6 +71,12 @@ func TestApply_ShopExampleConvergesToSucceeded(t *testing.T) {
 	if strings.Contains(statusOf(raw), "change-me") {
 		t.Fatalf("the password is in a status")
 	}
+	// The database's item got the password (its command checks it) while
+	// its spec holds only the reference.
+	dbItem := run("get", "deployitem", "shop-database-db", "-n", "shop", "-o", "yaml").Out
+	if strings.Contains(dbItem, "change-me") || !strings.Contains(dbItem, "((cairn.dev/secret:db-password/password@") {
+		t.Fatalf("deploy item shop-database-db: want the Secret's reference, not its value:\n%s", dbItem)
+	}
 	run("delete", "installation", "shop", "-n", "shop")
 	testkit.EventuallyNil(t, 90*time.Second, "the tree gone", func() error {
 		l, err := c.List(ctx, api.KindInstallation, "shop", api.ListOptions{})

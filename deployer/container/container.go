@@ -45,6 +45,12 @@ type Config struct {
 	Env           map[string]string `json:"env,omitempty"`
 	// Imports, when set, is passed on as "imports" in the imports file.
 	Imports json.RawMessage `json:"imports,omitempty"`
+
+	// resolved is spec.config with its Secret references resolved (what
+	// the imports file holds), and values the values put in; set by
+	// resolve, never written anywhere but into the unit.
+	resolved json.RawMessage
+	values   []string
 }
 
 // Files in a unit's workspace.
@@ -112,6 +118,9 @@ func (d *Deployer) Reconcile(ctx context.Context, item *deployer.Item) (deployer
 	if len(cfg.Command) == 0 {
 		return deployer.Failed(api.ReasonInvalidConfig, "spec.config.command is required: the argv to run"), nil
 	}
+	if out, err := resolve(ctx, item, &cfg); out != nil || err != nil {
+		return deref(out), err
+	}
 	if err := d.stopOthers(ctx, item.UID, item.Run); err != nil {
 		return deployer.Outcome{}, err
 	}
@@ -168,7 +177,7 @@ func (d *Deployer) run(ctx context.Context, item *deployer.Item, id string, argv
 			return ok(ctx)
 		}
 		return deployer.Failed(api.ReasonCommandFailed, "%s exited with code %d%s; output ends with: %s", argv[0], st.ExitCode,
-			reasonSuffix(st.Reason), d.tail(ctx, id)), nil
+			reasonSuffix(st.Reason), redact(d.tail(ctx, id), cfg.values)), nil
 	case runtime.PhaseFailed:
 		return deployer.Failed(api.ReasonStartFailed, "%s could not be started: %s", argv[0], st.Reason), nil
 	default:
@@ -279,6 +288,9 @@ func (d *Deployer) Delete(ctx context.Context, item *deployer.Item) (deployer.Ou
 	if err != nil || len(cfg.DeleteCommand) == 0 {
 		return deployer.Succeeded(nil), nil
 	}
+	if out, err := resolve(ctx, item, &cfg); out != nil || err != nil {
+		return deref(out), err
+	}
 	// The delete unit stays (with its logs) until Forget: a Delete called
 	// again finds it ended and does not run the command twice.
 	return d.run(ctx, item, deleteUnit(item), cfg.DeleteCommand, cfg, func(context.Context) (deployer.Outcome, error) {
@@ -322,7 +334,7 @@ func config(item *deployer.Item) (Config, error) {
 
 // unitSpec builds a unit running argv with the imports file.
 func unitSpec(item *deployer.Item, id string, argv []string, cfg Config) (runtime.Spec, error) {
-	imports := map[string]any{"name": item.Name, "config": item.Spec.Config}
+	imports := map[string]any{"name": item.Name, "config": cfg.configFile(item)}
 	if n := item.Labels[api.LabelDeployItemName]; n != "" {
 		imports["name"] = n
 	}

@@ -119,19 +119,28 @@ type session struct {
 	action  *action.Configuration
 	getter  *getter
 	red     redactor
+	// values are the release's values with the Secret references of
+	// the config resolved: for Helm alone (see resolve).
+	values map[string]any
 }
 
 // open decodes the config and connects to the release's cluster and
-// namespace. A finished Outcome says why it cannot (the item fails); an
-// error is worth a retry.
-func (d *Deployer) open(ctx context.Context, item *deployer.Item) (*session, *deployer.Outcome, error) {
+// namespace; withValues resolves the values' Secret references too (an
+// uninstall needs none). A finished Outcome says why it cannot (the item
+// fails); an error is worth a retry.
+func (d *Deployer) open(ctx context.Context, item *deployer.Item, withValues bool) (*session, *deployer.Outcome, error) {
 	cfg, err := ParseConfig(item.Spec.Config, itemName(item))
 	if err != nil {
 		out := deployer.Failed(api.ReasonInvalidConfig, "%v", err)
 		return nil, &out, nil
 	}
-	values, _ := cfg.values()
-	s := &session{cfg: cfg, red: newRedactor(values)}
+	written, _ := cfg.values()
+	s := &session{cfg: cfg, values: written, red: newRedactor(written)}
+	if withValues {
+		if out, err := s.resolve(ctx, item); out != nil || err != nil {
+			return nil, out, err
+		}
+	}
 	s.cluster, err = d.clusters.For(ctx, item)
 	if errors.Is(err, dkube.ErrTarget) {
 		out := deployer.Failed(api.ReasonInvalidTarget, "%v", err)
@@ -153,7 +162,7 @@ func (d *Deployer) open(ctx context.Context, item *deployer.Item) (*session, *de
 // Reconcile installs or upgrades the release when Decide says so, then
 // reports its readiness and exports.
 func (d *Deployer) Reconcile(ctx context.Context, item *deployer.Item) (deployer.Outcome, error) {
-	s, out, err := d.open(ctx, item)
+	s, out, err := d.open(ctx, item, true)
 	if out != nil || err != nil {
 		return outcome(out), err
 	}
@@ -164,8 +173,10 @@ func (d *Deployer) Reconcile(ctx context.Context, item *deployer.Item) (deployer
 	case err != nil:
 		return d.retry(ctx, item, api.ReasonChartFetchFailed, "the chart could not be fetched (retrying): "+s.red.String(err.Error()))
 	}
-	values, _ := s.cfg.values()
-	digest, err := Digest(loaded.Digest, values)
+	// The digest is of the values as written: a Secret's value is hashed
+	// nowhere (its reference's version changes when the Secret does).
+	written, _ := s.cfg.values()
+	digest, err := Digest(loaded.Digest, written)
 	if err != nil {
 		return deployer.Failed(api.ReasonInvalidConfig, "%v", err), nil
 	}
@@ -187,7 +198,7 @@ func (d *Deployer) Reconcile(ctx context.Context, item *deployer.Item) (deployer
 		return deployer.Failed(failReason(cur), "release %s revision %d: %s", cur.Name, cur.Version, s.red.String(cur.Info.Description)), nil
 	case StepInstall, StepUpgrade:
 		labels := map[string]string{LabelDigest: digest, LabelRun: run}
-		rel, err := d.act(ctx, s, step, loaded.Chart, values, labels)
+		rel, err := d.act(ctx, s, step, loaded.Chart, s.values, labels)
 		if rel != nil {
 			setStatus(item, s, rel, nil)
 		}
@@ -261,7 +272,7 @@ func (d *Deployer) observe(ctx context.Context, item *deployer.Item, s *session,
 		return deployer.InProgress(readinessPoll), nil
 	}
 	item.Status.LastError = nil
-	values, err := allValues(rel)
+	values, err := allValues(s.written(rel))
 	if err != nil {
 		return deployer.Failed(api.ReasonInstallFailed, "%s", s.red.String(err.Error())), nil
 	}
@@ -280,7 +291,7 @@ func (d *Deployer) Abort(context.Context, *deployer.Item) error { return nil }
 
 // Delete uninstalls the release (a missing one is uninstalled already).
 func (d *Deployer) Delete(ctx context.Context, item *deployer.Item) (deployer.Outcome, error) {
-	s, out, err := d.open(ctx, item)
+	s, out, err := d.open(ctx, item, false)
 	if out != nil {
 		if out.Error != nil && out.Error.Reason == api.ReasonInvalidConfig {
 			return deployer.Succeeded(nil), nil // an item that never decoded installed nothing

@@ -150,16 +150,16 @@ func (d *Deployer) cluster(ctx context.Context, item *deployer.Item, hint string
 // Reconcile applies the item's objects, then waits for their readiness
 // and reads the exports; see the package doc.
 func (d *Deployer) Reconcile(ctx context.Context, item *deployer.Item) (deployer.Outcome, error) {
-	m, objs, err := config.ParseManifest(item.Spec.Config)
-	if err != nil {
-		return deployer.Failed(api.ReasonInvalidConfig, "%v", err), nil
+	m, objs, values, failed, err := parse(ctx, item)
+	if failed != nil || err != nil {
+		return deref(failed), err
 	}
 	cl, failed, err := d.cluster(ctx, item, "")
 	if failed != nil || err != nil {
 		return deref(failed), err
 	}
 	st := d.state(item)
-	st.red = secretValues(objs)
+	st.red = secretValues(objs, values)
 	out, err := d.deploy(ctx, item, cl, m, objs, st)
 	if kube.Unreachable(err) {
 		return d.unreachable(ctx, item, st, err), nil

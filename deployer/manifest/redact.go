@@ -22,13 +22,19 @@ const minRedacted = 4
 
 // secretValues collects the values of the v1 Secrets among objs: each
 // leaf of data (as written, base64, and decoded) and of stringData
-// (strings, and numbers as the apiserver prints them).
-func secretValues(objs []config.Object) redactor {
+// (strings, and numbers as the apiserver prints them); and refs, the
+// values the config's Secret references resolved to (as written, and
+// base64).
+func secretValues(objs []config.Object, refs []string) redactor {
 	var r redactor
 	add := func(s string) {
 		if len(s) >= minRedacted {
 			r = append(r, s)
 		}
+	}
+	for _, s := range refs {
+		add(s)
+		add(base64.StdEncoding.EncodeToString([]byte(s)))
 	}
 	for _, o := range objs {
 		if o.Ref.APIVersion != "v1" || o.Ref.Kind != "Secret" {

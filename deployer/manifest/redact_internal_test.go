@@ -15,7 +15,7 @@ func TestSecretValues_RedactsEveryLeafOfSecretsOnly(t *testing.T) {
 		{Ref: config.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Name: "c"}, Object: map[string]any{
 			"data": map[string]any{"shown": "public-value"}}},
 	}
-	r := secretValues(objs)
+	r := secretValues(objs, nil)
 	for _, c := range []struct{ in, want string }{
 		{`data.token: "dG9rZW4tdmFsdWU="`, `data.token: "<redacted>"`},
 		{`got token-value`, `got <redacted>`},

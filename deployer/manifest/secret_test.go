@@ -20,6 +20,12 @@ import (
 // and the manifest deployer logging at debug level into the returned
 // buffer.
 func startLogged(t *testing.T) (*deploytest.Env, *testkit.Buffer) {
+	e, logs, _ := startLoggedCluster(t)
+	return e, logs
+}
+
+// startLoggedCluster is startLogged, returning the cluster too.
+func startLoggedCluster(t *testing.T) (*deploytest.Env, *testkit.Buffer, *kubetest.Cluster) {
 	t.Helper()
 	kc := kubetest.Start(t)
 	e := deploytest.Start(t, deploytest.Options{})
@@ -39,7 +45,7 @@ func startLogged(t *testing.T) (*deploytest.Env, *testkit.Buffer) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = m.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return e, logs
+	return e, logs, kc
 }
 
 // TestManifest_ARefusedSecretsValuesNeverInStatusLogsOrTrace: the
