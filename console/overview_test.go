@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,7 +36,10 @@ func TestConsole_OverviewCountsThousandsWithoutListingThemAndStaysRight(t *testi
 	f := setup(t) // the shared browser
 	d, _ := clitest.StartDaemon(t, daemon.Options{InsecureHTTP: true, NamespaceMaxObjects: -1, NamespaceMaxBytes: -1,
 		DataDir: filepath.Join(t.TempDir(), "data"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	ctx := identity.With(testkit.Context(t), identity.System())
+	// Longer than testkit.Context's: 4,000 writes take a while under -race.
+	long, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	ctx := identity.With(long, identity.System())
 	reg := d.Registry()
 	const ns = "many"
 	if _, err := reg.Create(ctx, testkit.Object(api.KindNamespace, "", ns)); err != nil {
