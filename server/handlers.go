@@ -23,6 +23,9 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request) {
 		w, _ := boolParam(r.URL.Query(), "watch")
 		watch = w && rt.target == targetCollection && r.Method == http.MethodGet
 		verb, resource = rt.verb(r.Method, watch), rt.resourceLabel()
+		if verb == "list" && wantsPhaseCount(r) {
+			verb = "count"
+		}
 	}
 	defer func() { s.metrics.observe(verb, resource, w.status(), start) }()
 
@@ -93,6 +96,9 @@ func (s *Server) serveCollection(w *statusWriter, r *http.Request, rt *route) {
 			return
 		}
 		opts, err := listOptions(q)
+		if err == nil {
+			err = checkPhaseCount(r, watch, opts)
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -104,6 +110,10 @@ func (s *Server) serveCollection(w *statusWriter, r *http.Request, rt *route) {
 				return
 			}
 			s.serveWatch(w, r, rt, opts, wp)
+			return
+		}
+		if wantsPhaseCount(r) {
+			s.servePhaseCount(w, r, rt, opts)
 			return
 		}
 		s.serveList(w, r, rt, opts)

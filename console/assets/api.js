@@ -96,6 +96,17 @@ export function list(pl, ns, { labelSelector, fieldSelector, limit, cont, signal
   return request('GET', collection(pl, ns) + (qs ? '?' + qs : ''), { signal, accept: metadataOnly.has(pl) ? partialList : undefined });
 }
 
+const phaseCount = 'application/json;as=PhaseCount;g=cairn.dev;v=v1alpha1';
+
+// count reads how many objects of a collection are in each phase, by
+// namespace (a PhaseCount: no objects), at one resourceVersion.
+export function count(pl, ns, { labelSelector, signal } = {}) {
+  const q = new URLSearchParams();
+  if (labelSelector) q.set('labelSelector', labelSelector);
+  const qs = q.toString();
+  return request('GET', collection(pl, ns) + (qs ? '?' + qs : ''), { signal, accept: phaseCount });
+}
+
 // annotate sets one annotation by a JSON merge patch.
 export function annotate(pl, ns, name, key, value) {
   return request('PATCH', objectPath(pl, ns, name), {

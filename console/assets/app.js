@@ -3,30 +3,11 @@
 import * as api from './api.js';
 import { h, replace } from './dom.js';
 import { onConnection } from './live.js';
-import { overview } from './views/overview.js';
-import { listView } from './views/list.js';
-import { deployments } from './views/deployments.js';
-import { events } from './views/events.js';
-import { cleaners } from './views/cleaners.js';
-import { objectView } from './views/object.js';
+import { route } from './route.js';
 
 const root = document.getElementById('root');
 let cleanup = [];
 let refusal = '';
-
-// routes maps a path under /ui/ to a view and its parameters.
-export function route(path) {
-  const p = path.replace(/^\/ui\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
-  if (p.length === 0) return { view: overview, name: 'overview' };
-  if (p[0] === 'signin') return { view: null, name: 'signin' };
-  if (p.length === 1 && p[0] === 'deployments') return { view: deployments, name: 'deployments' };
-  if (p.length === 1 && p[0] === 'events') return { view: events, name: 'events' };
-  if (p.length === 1 && p[0] === 'cleaners') return { view: cleaners, name: 'cleaners' };
-  if (p.length === 2 && p[0] === 'list') return { view: listView, name: 'list', plural: p[1] };
-  if (p.length === 4 && p[0] === 'namespaces') return { view: objectView, name: 'object', ns: p[1], plural: p[2], objName: p[3] };
-  if (p.length === 2 && p[0] === 'namespaces') return { view: objectView, name: 'object', ns: '', plural: 'namespaces', objName: p[1] };
-  return { view: null, name: 'notfound' };
-}
 
 // navigate shows path without reloading the page.
 export function navigate(path, replaceState = false) {

@@ -12,8 +12,8 @@ const firstPage = 200;
 const pageSize = 500;
 const maxBackoff = 5000;
 
-// Every running LiveList, for the connection banner.
-const running = new Set();
+// Every running LiveList (and LiveCount), for the connection banner.
+export const running = new Set();
 const stateListeners = new Set();
 
 // onConnection calls f(reconnecting, lastError) whenever a list's
@@ -23,7 +23,9 @@ export function onConnection(f) {
   return () => stateListeners.delete(f);
 }
 
-function connectionChanged() {
+// connectionChanged tells the listeners whether any running list or
+// count is reconnecting.
+export function connectionChanged() {
   let bad = null;
   for (const l of running) if (l.state === 'reconnecting') bad = l;
   for (const f of stateListeners) f(!!bad, bad && bad.error);
@@ -34,7 +36,24 @@ export function keyOf(o) { return (o.metadata.namespace || '') + '/' + o.metadat
 
 function rvOf(o) { return Number(o.metadata.resourceVersion || 0); }
 
-const sleep = (ms, signal) => new Promise(r => {
+// afterWatch decides what a live collection does after its list or watch
+// failed with err: 'relist' on 410 Gone (its revision was compacted: read
+// everything again), 'fail' when the server refuses the request itself
+// (400, 401, 403, 404: asking again cannot help), 'retry' otherwise (the
+// network, a restart, a 5xx: resume from the last resourceVersion seen).
+export function afterWatch(err) {
+  const code = err && err.code;
+  if (code === 410) return 'relist';
+  if (code === 400 || code === 401 || code === 403 || code === 404) return 'fail';
+  return 'retry';
+}
+
+// nextBackoff is the wait before the next retry: twice the last, at most
+// maxBackoff.
+export function nextBackoff(ms) { return Math.min(ms * 2, maxBackoff); }
+
+// sleep resolves after ms, or at once when signal aborts.
+export const sleep = (ms, signal) => new Promise(r => {
   const t = setTimeout(r, ms);
   signal.addEventListener('abort', () => { clearTimeout(t); r(); }, { once: true });
 });
@@ -103,11 +122,12 @@ export class LiveList {
         backoff = 250; // the server ended the stream cleanly: watch again
       } catch (e) {
         if (signal.aborted) return;
-        if (e.code === 410) { this.relist(); continue; }
-        if (e.code === 401 || e.code === 403 || e.code === 404 || e.code === 400) { this.setState('failed', e); return; }
+        const next = afterWatch(e);
+        if (next === 'relist') { this.relist(); continue; }
+        if (next === 'fail') { this.setState('failed', e); return; }
         this.setState('reconnecting', e);
         await sleep(backoff, signal);
-        backoff = Math.min(backoff * 2, maxBackoff);
+        backoff = nextBackoff(backoff);
       }
     }
   }

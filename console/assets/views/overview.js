@@ -1,36 +1,20 @@
-// Overview: counts by kind and phase per namespace, failing first.
+// Overview: counts by kind and phase per namespace, failing and stuck
+// first. It holds counts, not objects: each kind is counted by the server
+// (a PhaseCount) and kept live over its watch (livecount.js).
 import { h, replace } from '../dom.js';
-import { LiveList } from '../live.js';
-import { badge, phaseOf, classOf, isFailing, isStuck } from '../phase.js';
+import { LiveCount } from '../livecount.js';
+import { badge, classOf } from '../phase.js';
+import { tallyCounts } from '../counts.js';
 import { filters, filterBar } from './common.js';
 
-const watched = ['installations', 'executions', 'deployitems', 'events', 'cleaners', 'projects', 'targets'];
-
-// tally counts objects by namespace, plural and phase; failing counts
-// the failing and stuck ones. Rows come failing first.
-export function tally(lists) {
-  const rows = new Map();
-  const now = Date.now();
-  for (const l of lists) {
-    for (const o of l.items.values()) {
-      const ns = o.metadata.namespace || '';
-      const k = ns + '\u0000' + l.plural;
-      let r = rows.get(k);
-      if (!r) rows.set(k, r = { ns, plural: l.plural, phases: new Map(), failing: 0, stuck: 0, total: 0 });
-      const p = phaseOf(o) || 'no phase';
-      r.phases.set(p, (r.phases.get(p) || 0) + 1);
-      r.total++;
-      if (isStuck(o, now)) r.stuck++;
-      else if (isFailing(o, now)) r.failing++;
-    }
-  }
-  return [...rows.values()].sort((a, b) => (b.failing + b.stuck) - (a.failing + a.stuck) || a.ns.localeCompare(b.ns) || a.plural.localeCompare(b.plural));
-}
+// The kinds with a phase, one watch each: over plain HTTP/1.1 a browser
+// opens at most six connections to a server, and a recount needs one.
+export const watched = ['installations', 'executions', 'deployitems', 'events', 'cleaners'];
 
 export function overview(ctx) {
   document.title = 'Overview · cairn';
   const f = filters(ctx.query);
-  const lists = watched.map(pl => new LiveList(pl, f.ns, { labelSelector: f.labelSelector }).start());
+  const lists = watched.map(pl => new LiveCount(pl, f.ns, { labelSelector: f.labelSelector }).start());
   ctx.onCleanup(() => lists.forEach(l => l.stop()));
   const body = h('tbody');
   const note = h('p', { class: 'liststatus', role: 'status' });
@@ -43,7 +27,7 @@ export function overview(ctx) {
     note.textContent = failed.length
       ? 'Not shown (this token may not read them): ' + failed.map(l => l.plural + ' (' + l.error.message + ')').join('; ')
       : lists.some(l => l.state === 'loading') ? 'Loading…' : 'Live.';
-    let rows = tally(lists.filter(l => l.state !== 'failed'));
+    let rows = tallyCounts(lists.filter(l => l.state !== 'failed').map(l => ({ plural: l.plural, counts: l.counts })));
     if (f.failing) rows = rows.filter(r => r.failing + r.stuck > 0);
     if (f.search) rows = rows.filter(r => r.ns.includes(f.search) || r.plural.includes(f.search));
     replace(body, rows.map(r => {
@@ -61,5 +45,8 @@ export function overview(ctx) {
     if (!rows.length && !lists.some(l => l.state === 'loading')) replace(body, h('tr', {}, h('td', { colspan: 6 }, 'Nothing here yet.')));
   };
   lists.forEach(l => l.subscribe(draw));
+  // Objects become stuck as time passes: the page looks again (no request).
+  const tick = setInterval(draw, 5000);
+  ctx.onCleanup(() => clearInterval(tick));
   draw();
 }
