@@ -249,6 +249,11 @@ type WorkerStatus struct {
 	Reason  string     `json:"reason,omitempty"`
 	// ExitCode is set once the worker has exited.
 	ExitCode *int `json:"exitCode,omitempty"`
+	// RunID is the runtime unit (WorkerUnitID) the leader recorded it
+	// starts, in a fenced status write, before starting it: a leader whose
+	// runtime has no such unit never starts it again, and reports it lost
+	// (UNKNOWN). Empty: no start was tried, or a failed try was withdrawn.
+	RunID string `json:"runID,omitempty"`
 }
 
 // JobStatus is a job's spec and state.
@@ -260,6 +265,9 @@ type JobStatus struct {
 	Ended    time.Time  `json:"ended,omitzero"`
 	Reason   string     `json:"reason,omitempty"`
 	ExitCode *int       `json:"exitCode,omitempty"`
+	// RunID is the runtime unit (JobUnitID) the leader recorded it starts
+	// before starting it, as WorkerStatus.RunID.
+	RunID string `json:"runID,omitempty"`
 }
 
 // DeepCopy returns a copy of w sharing nothing with it.

@@ -155,7 +155,9 @@ func (d *Daemon) serve() {
 	d.spawn(func() error {
 		return etcdelection.Run(rctx, d.etcd, etcdelection.Options{Name: "compactor", Identity: d.advertised(),
 			TTL: d.opts.LeaderTTL, Logger: d.log}, func(ctx context.Context) {
-			d.store.RunCompactor(ctx, d.opts.CompactionInterval, d.log)
+			d.store.RunGuardedCompactor(ctx, d.opts.CompactionInterval, func(ctx context.Context, rev int64) error {
+				return etcdelection.Guard(ctx, fmt.Sprint(rev)) // fenced: only the holder of the election compacts
+			}, d.log)
 		})
 	})
 	if d.manager != nil {

@@ -196,6 +196,7 @@ func (k *Controller) work(ctx context.Context, key string, item *Item) (controll
 		return controller.Result{}, err
 	}
 	before := item.Status
+	item.Record = k.recorder(key, item, &before)
 	out, err := k.d.Reconcile(ctx, item)
 	if err != nil {
 		trace.Exit(ctx, "the %s deployer failed to act: %v", k.opts.Type, err)
@@ -314,6 +315,7 @@ func (k *Controller) deletion(ctx context.Context, key string, item *Item) (cont
 		return controller.Result{}, nil
 	}
 	before := d.Status
+	item.Record = k.recorder(key, item, &before)
 	out, err := k.d.Delete(ctx, item)
 	if err != nil {
 		return controller.Result{}, err
@@ -511,6 +513,20 @@ func (k *Controller) writeProgress(ctx context.Context, key string, item *Item, 
 	}
 	k.stampError(item)
 	return k.writeStatus(ctx, key, item.DeployItem)
+}
+
+// recorder is an Item's Record: it writes the item's status at once and,
+// once written, makes it *written, the status the next progress write
+// compares with (so it is not written twice).
+func (k *Controller) recorder(key string, item *Item, written *api.DeployItemStatus) func(context.Context) error {
+	return func(ctx context.Context) error {
+		k.stampError(item)
+		if err := k.writeStatus(ctx, key, item.DeployItem); err != nil {
+			return err
+		}
+		*written = item.Status
+		return nil
+	}
 }
 
 // stampError gives the time to a lastError its Deployer set without one.

@@ -53,6 +53,13 @@ type Item struct {
 	// calls it (from any goroutine) when work it waits for has ended. It
 	// never blocks.
 	Notify func()
+	// Record writes the item's status as the Deployer set it (its
+	// providerStatus, say) at once, fenced as every write of the term: a
+	// Deployer records there what it is about to start outside the store
+	// (a run's id) before starting it, and starts nothing when Record
+	// fails. It blocks on the API; errors: the API's (NotLeader when the
+	// term was lost). Set for Reconcile and Delete; nil elsewhere.
+	Record func(ctx context.Context) error
 
 	// c reads the Secrets the config references (ResolveConfig).
 	c client.Interface

@@ -39,7 +39,7 @@ type Options struct {
 
 // Run campaigns until ctx is done. Each time this process is elected it
 // calls lead with a context that is cancelled when leadership is lost or
-// ctx is done, and waits for lead to return before campaigning again.
+// ctx is done (and that Guard fences work with), and waits for lead to return before campaigning again.
 // Leadership is lost a third of the TTL before the lease could have
 // expired in etcd's eyes (see keeper), or when it did expire. A campaign
 // that returns without a live lease and election key (etcd's Campaign can,
@@ -92,8 +92,12 @@ func term(ctx context.Context, cli *clientv3.Client, opts Options, log *slog.Log
 		return nil
 	}
 	log.Info("elected leader")
+	h := &held{cli: cli, name: opts.Name, key: el.Key(), rev: el.Rev()}
+	h.setUntil(k.until)
+	k.published = h
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	lctx = context.WithValue(lctx, heldKey{}, h)
 	deadline := time.AfterFunc(time.Until(k.until), cancel)
 	defer deadline.Stop()
 	done := make(chan struct{})
@@ -152,6 +156,8 @@ type keeper struct {
 	ttl time.Duration
 	// until is when lead must have been told to stop.
 	until time.Time
+	// published, once set, gets every new until (for Guard).
+	published *held
 }
 
 // confirm checks, after a campaign returned, that this process really
@@ -198,6 +204,9 @@ func (k *keeper) renew(ctx context.Context, deadline *time.Timer) error {
 	}
 	if deadline.Stop() { // else it fired while the keepalive was in flight
 		k.until = start.Add(time.Duration(ka.TTL)*time.Second - k.ttl/3)
+		if k.published != nil {
+			k.published.setUntil(k.until)
+		}
 		deadline.Reset(time.Until(k.until))
 	}
 	return nil

@@ -196,6 +196,9 @@ func (t *term) fence(name string) api.Fence {
 func (e *elector) hold(ctx context.Context, t *term, lead func(ctx context.Context, f api.Fence)) bool {
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	valid := &validity{deadline: e.opts.RenewDeadline}
+	valid.renewedAt(t.renewed)
+	lctx = withValidity(lctx, valid)
 	deadline := time.AfterFunc(time.Until(t.renewed.Add(e.opts.RenewDeadline)), cancel)
 	defer deadline.Stop()
 	done := make(chan struct{})
@@ -226,6 +229,7 @@ renew:
 		case err == nil:
 			if deadline.Stop() { // else it fired while the renewal was in flight
 				t.renewed = start
+				valid.renewedAt(start)
 				deadline.Reset(time.Until(start.Add(e.opts.RenewDeadline)))
 			}
 		case errors.Is(err, errLost):

@@ -132,7 +132,8 @@ func (o Options) withDefaults() (Options, error) {
 // leadership is lost (no renewal confirmed within RenewDeadline, or the
 // Lease taken or deleted by another) or ctx is done, and with the term's
 // fence: writes that carry it (client.Fenced) commit only while this term
-// holds the Lease, whatever the clocks say. It waits for lead to return. Then it releases the Lease, so that another candidate takes over
+// holds the Lease, whatever the clocks say. Valid(ctx) checks the term by
+// this process's clock, for side effects outside the store. It waits for lead to return. Then it releases the Lease, so that another candidate takes over
 // at once, and campaigns again; after a lead that returned by itself (a
 // failing controller) it first waits two retry periods, so that the other
 // candidates get the Lease. lead must return promptly once its context is

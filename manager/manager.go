@@ -105,7 +105,9 @@ type Term struct {
 	Traces *trace.Store
 	// Runtime is where the process runs commands (container deploy items,
 	// event workers and jobs), shared across terms; nil when the process
-	// has none, and a controller that needs one fails its Setup.
+	// has none, and a controller that needs one fails its Setup. Its
+	// Start refuses (ErrTermEnded) once the term is no longer Valid by
+	// this process's clock: pass it the reconcile's context.
 	Runtime runtime.Runtime
 	// APIServer is the URL that commands started on Runtime reach the API
 	// at (CAIRN_SERVER); empty when the process has no runtime. APICAFile
@@ -370,7 +372,7 @@ func (m *Manager) term(ctx context.Context, p *process, fence *api.Fence) (err e
 		Logger:    m.opts.Logger,
 		Metrics:   m.metrics(),
 		Traces:    m.opts.Traces,
-		Runtime:   m.opts.Runtime,
+		Runtime:   guardStarts(m.opts.Runtime),
 		APIServer: m.opts.APIServer,
 		APICAFile: m.opts.APICAFile,
 	}

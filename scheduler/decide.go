@@ -40,6 +40,10 @@ type Observed struct {
 	// Output is the last lines of the output of a unit that exited with
 	// a non-zero code ("" when there is none): a FAILED status quotes it.
 	Output string
+	// Intent is the run recorded in the status (RunID) as being started:
+	// a start was tried, by this process or another leader. Empty: never
+	// tried, or a failed try was withdrawn.
+	Intent string
 }
 
 // Plan is what to do about one worker or job.
@@ -61,6 +65,9 @@ type Plan struct {
 	// RecheckAt is when to look again (a timeout to enforce, a start to
 	// confirm); zero: when something changes.
 	RecheckAt time.Time
+	// Withdraw the recorded intent (RunID): a start that failed left no
+	// unit, so the next start may be tried, by any leader.
+	Withdraw bool
 	// Why says what was decided, for the trace.
 	Why string
 }
@@ -79,7 +86,10 @@ const (
 //
 //   - PENDING: nothing (the scheduler claims it when capacity allows);
 //   - STARTING without a unit: start it (when the runtime does not answer:
-//     look again soon);
+//     look again soon) — unless a start was recorded (Intent): that run
+//     was started, or is being started, by a leader whose runtime this is
+//     not (or by this process before it restarted); it is never started
+//     again, but lost: UNKNOWN, as below;
 //   - STARTING, RUNNING or UNKNOWN with a unit: its state becomes the
 //     phase (running → RUNNING; exit 0 → SUCCEEDED; another exit → FAILED
 //     with the code; could not start → FAILED with the reason, cleaned up
@@ -104,6 +114,9 @@ func Decide(o Observed, now time.Time, grace time.Duration) Plan {
 		if o.Phase == api.PhaseStarting && !u.Exists {
 			if u.Unanswered != "" {
 				return Plan{RecheckAt: now.Add(unknownRecheck), Why: "the runtime does not answer, start it once it does: " + u.Unanswered}
+			}
+			if o.Intent != "" {
+				return unknown(o, lostWhy(o.Intent), now, grace)
 			}
 			return Plan{Start: true, Why: "claimed: start its unit"}
 		}
@@ -160,6 +173,12 @@ func UnknownWhy(u Unit) string {
 		return "lost: " + u.State.Reason
 	}
 	return fmt.Sprintf("its unit is in a phase this version does not know (%q)", u.State.Phase)
+}
+
+// lostWhy says why a recorded run without a unit is lost.
+func lostWhy(run string) string {
+	return fmt.Sprintf("lost: run %s was recorded as started, and this runtime has no unit for it "+
+		"(started by another leader's runtime, or its start was cut short): it is never started twice", run)
 }
 
 // unknown is the plan of a non-terminal worker or job whose state cannot

@@ -389,16 +389,17 @@ func (s *Scheduler) unit(ctx context.Context, id string) (Unit, error) {
 }
 
 // unknownSince is since when the state of the unit id of a worker or job
-// in phase cannot be observed, as u says at now: the earliest of when
-// this process first saw it so and when the runtime reported it lost;
-// zero when its state is known (or it is terminal, or not started yet).
+// observed as o (its phase, unit and recorded intent) cannot be observed
+// at now: the earliest of when this process first saw it so and when the
+// runtime reported it lost; zero when its state is known (or it is terminal, or not started yet).
 // The first of these is in memory: a restart of the observer starts
 // counting again for units the runtime does not list or cannot be asked
 // about.
-func (s *Scheduler) unknownSince(id string, phase api.EventPhase, u Unit, now time.Time) time.Time {
+func (s *Scheduler) unknownSince(id string, o Observed, now time.Time) time.Time {
+	phase, u := o.Phase, o.Unit
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	notStarted := phase == api.PhaseStarting && !u.Exists
+	notStarted := phase == api.PhaseStarting && !u.Exists && o.Intent == ""
 	if phase.Terminal() || phase == api.PhasePending || notStarted || UnknownWhy(u) == "" {
 		delete(s.unknown, id)
 		return time.Time{}

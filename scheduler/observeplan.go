@@ -51,6 +51,7 @@ func planObservation(st api.EventStatus, sights []sighting, now time.Time, grace
 		ob.plans[i] = p
 		if p.Start {
 			ob.starts = append(ob.starts, i)
+			recordIntent(&ob.status, i, s.unit)
 			continue
 		}
 		apply(&ob.status, i, p)
@@ -60,13 +61,28 @@ func planObservation(st api.EventStatus, sights []sighting, now time.Time, grace
 	return ob
 }
 
+// recordIntent writes into st the run of sighting i (0: the worker, i:
+// job i-1) as being started: the status write before the start is the
+// fenced record of the intent (Observed.Intent).
+func recordIntent(st *api.EventStatus, i int, run string) {
+	if i == 0 {
+		st.Worker.RunID = run
+		return
+	}
+	st.Jobs[i-1].RunID = run
+}
+
 // started is the plan of a claimed worker or job once its start was
 // tried: u the unit it started (Exists false when it did not start), err
 // why it did not (a *StartError, errNoSecret or runtime.ErrInvalid end it,
-// any other is tried again soon).
+// any other is tried again soon; then, when the runtime answered that it
+// has no unit, the recorded intent is withdrawn, so that the next try,
+// by this leader or another, may start it).
 func started(o Observed, u Unit, err error, now time.Time, grace time.Duration) Plan {
 	if err != nil {
-		return startFailed(err, now)
+		p := startFailed(err, now)
+		p.Withdraw = p.Phase == "" && !u.Exists && u.Unanswered == ""
+		return p
 	}
 	o.Unit = u
 	return Decide(o, now, grace)
@@ -91,6 +107,9 @@ func applyStarts(st *api.EventStatus, sights []sighting, plans map[int]Plan, uni
 // apply writes the plan of sighting i (0: the worker, i: job i-1) into
 // st.
 func apply(st *api.EventStatus, i int, p Plan) {
+	if p.Withdraw {
+		recordIntent(st, i, "")
+	}
 	if i == 0 {
 		applyWorker(&st.Worker, p)
 		return

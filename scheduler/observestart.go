@@ -18,10 +18,10 @@ import (
 func (s *Scheduler) sight(ctx context.Context, ev *api.Event, now time.Time) ([]sighting, error) {
 	w := ev.Status.Worker
 	sights := []sighting{{unit: unitFor(ev, ""), o: Observed{Phase: w.Phase, Started: w.Started, Ended: w.Ended,
-		Timeout: timeout(ev.Spec.Worker), UnknownTimeout: s.opts.UnknownTimeout}}}
+		Timeout: timeout(ev.Spec.Worker), UnknownTimeout: s.opts.UnknownTimeout, Intent: w.RunID}}}
 	for _, j := range ev.Status.Jobs {
 		sights = append(sights, sighting{job: j.Name, unit: unitFor(ev, j.Name),
-			o: Observed{Phase: j.Phase, Started: j.Started, Ended: j.Ended, UnknownTimeout: s.opts.UnknownTimeout}})
+			o: Observed{Phase: j.Phase, Started: j.Started, Ended: j.Ended, UnknownTimeout: s.opts.UnknownTimeout, Intent: j.RunID}})
 	}
 	for i := range sights {
 		sg := &sights[i]
@@ -32,7 +32,7 @@ func (s *Scheduler) sight(ctx context.Context, ev *api.Event, now time.Time) ([]
 		if sg.o.Unit, err = s.unit(ctx, sg.unit); err != nil {
 			return nil, err
 		}
-		sg.o.UnknownSince = s.unknownSince(sg.unit, sg.o.Phase, sg.o.Unit, now)
+		sg.o.UnknownSince = s.unknownSince(sg.unit, sg.o, now)
 		sg.o.Cleaned = s.isCleaned(sg.unit)
 		sg.o.Output = s.failedOutput(ctx, *sg)
 	}
@@ -119,6 +119,7 @@ func (s *Scheduler) startClaimed(ctx context.Context, ev *api.Event, sights []si
 			trace.Check(ctx, "cannot be scheduled: %v", err)
 		case err != nil:
 			trace.Check(ctx, "starting failed, will retry: %v", err)
+			units[i] = s.afterFailedStart(ctx, sg.unit)
 		default:
 			trace.Action(ctx, "started its unit on the runtime")
 			units[i] = Unit{Exists: true, State: st}
@@ -128,4 +129,16 @@ func (s *Scheduler) startClaimed(ctx context.Context, ev *api.Event, sights []si
 		traceDecided(ctx, sg, plans[i])
 	}
 	return plans, units
+}
+
+// afterFailedStart reads the unit id after a start that failed for a
+// reason tried again: whether the runtime has it says whether the
+// recorded intent may be withdrawn (started). A runtime that cannot say
+// (or ctx ended) leaves it Unanswered: the intent stays.
+func (s *Scheduler) afterFailedStart(ctx context.Context, id string) Unit {
+	u, err := s.unit(ctx, id)
+	if err != nil {
+		return Unit{Unanswered: err.Error()}
+	}
+	return u
 }

@@ -11,6 +11,13 @@ import (
 // previous tick. Watches and continue tokens older than that get
 // ErrCompacted (HTTP 410). It blocks until ctx is done.
 func (s *Store) RunCompactor(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	s.RunGuardedCompactor(ctx, interval, nil, log)
+}
+
+// RunGuardedCompactor is RunCompactor calling guard(ctx, rev) before each
+// compaction to rev: an error skips that compaction (a leader that lost
+// its election compacts nothing). A nil guard allows every compaction.
+func (s *Store) RunGuardedCompactor(ctx context.Context, interval time.Duration, guard func(ctx context.Context, rev int64) error, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var last int64
@@ -24,6 +31,14 @@ func (s *Store) RunCompactor(ctx context.Context, interval time.Duration, log *s
 		if err != nil {
 			log.Warn("compactor: read revision", "err", err)
 			continue
+		}
+		if last > 0 && guard != nil {
+			if err := guard(ctx, last); err != nil {
+				if ctx.Err() == nil {
+					log.Warn("compactor: not compacting: the guard refused", "revision", last, "err", err)
+				}
+				continue
+			}
 		}
 		if last > 0 {
 			if err := s.Compact(ctx, last); err != nil && ctx.Err() == nil {

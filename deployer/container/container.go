@@ -146,16 +146,9 @@ func (d *Deployer) run(ctx context.Context, item *deployer.Item, id string, argv
 	ok func(context.Context) (deployer.Outcome, error)) (deployer.Outcome, error) {
 	st, err := d.rt.State(ctx, id)
 	if errors.Is(err, runtime.ErrNotFound) {
-		spec, serr := unitSpec(item, id, argv, cfg)
-		if serr != nil {
-			return deployer.Failed(api.ReasonInvalidConfig, "%v", serr), nil
-		}
-		st, err = d.rt.Start(ctx, spec)
-		if errors.Is(err, runtime.ErrExists) {
-			st, err = d.rt.State(ctx, id)
-		}
-		if errors.Is(err, runtime.ErrInvalid) {
-			return deployer.Failed(api.ReasonInvalidConfig, "%v", err), nil
+		var out *deployer.Outcome
+		if st, out, err = d.start(ctx, item, id, argv, cfg); out != nil {
+			return *out, nil
 		}
 	}
 	if err != nil {
@@ -183,6 +176,54 @@ func (d *Deployer) run(ctx context.Context, item *deployer.Item, id string, argv
 	default:
 		return deployer.Failed(api.ReasonLost, "the command's unit %s was lost: %s", id, st.Reason), nil
 	}
+}
+
+// start starts the unit id of item, which the runtime does not have,
+// unless its start was recorded already (lost: an outcome). It records the
+// run first (recordRun): a refused record starts nothing. A spec the
+// runtime refuses is an outcome too. It blocks on the API and the runtime.
+// Errors: the record's, the runtime's.
+func (d *Deployer) start(ctx context.Context, item *deployer.Item, id string, argv []string, cfg Config) (runtime.State, *deployer.Outcome, error) {
+	spec, err := unitSpec(item, id, argv, cfg)
+	if err != nil {
+		out := deployer.Failed(api.ReasonInvalidConfig, "%v", err)
+		return runtime.State{}, &out, nil
+	}
+	if decideStart(id, recordedRun(item), false) == lostRun {
+		out := lost(id)
+		return runtime.State{}, &out, nil
+	}
+	was := item.Status.ProviderStatus
+	if err := recordRun(ctx, item, id); err != nil {
+		return runtime.State{}, nil, err
+	}
+	st, err := d.rt.Start(ctx, spec)
+	if errors.Is(err, runtime.ErrExists) {
+		st, err = d.rt.State(ctx, id)
+	}
+	if errors.Is(err, runtime.ErrInvalid) {
+		out := deployer.Failed(api.ReasonInvalidConfig, "%v", err)
+		return runtime.State{}, &out, nil
+	}
+	if err != nil {
+		return st, nil, d.withdraw(ctx, item, id, was, err)
+	}
+	return st, nil, nil
+}
+
+// withdraw takes back the record of run id after its start failed for
+// err, when the runtime says it has no unit for it: the retry may start
+// it (this leader's or another's). It returns err, joined with the
+// withdrawal's error.
+func (d *Deployer) withdraw(ctx context.Context, item *deployer.Item, id string, was []byte, err error) error {
+	if _, serr := d.rt.State(ctx, id); !errors.Is(serr, runtime.ErrNotFound) {
+		return err // it may run: the record stays
+	}
+	item.Status.ProviderStatus = was
+	if rerr := item.Record(ctx); rerr != nil {
+		return errors.Join(err, fmt.Errorf("container: withdraw the record of run %s: %w", id, rerr))
+	}
+	return err
 }
 
 // keepLog keeps the output of the ended unit id of item through the API
