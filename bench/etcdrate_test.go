@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,4 +110,16 @@ func reportEtcdRatio(b *testing.B, rate, etcd float64) {
 	b.Helper()
 	b.ReportMetric(etcd, "etcd-txn/s")
 	b.ReportMetric(rate/etcd, "ratio")
+}
+
+// processCPU is the CPU time (user and system) this process has used so
+// far: on a machine shared with other work, the CPU a workload costs
+// moves less than its wall-clock rate.
+func processCPU(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
