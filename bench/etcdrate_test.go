@@ -88,8 +88,10 @@ func etcdCreates(ctx context.Context, cli *clientv3.Client, prefix, value string
 // etcdRate measures DefaultEtcdCreates on the embedded etcd of the server
 // under test, through a client of its own dialed to the same unix socket
 // the server's store uses (the same etcd, disk and fsync as the server's
-// writes). run names this measurement's keys apart from earlier ones.
-func etcdRate(b *testing.B, d *daemon.Daemon, run string) float64 {
+// writes). run names this measurement's keys apart from earlier ones. It
+// returns the transactions per second and this process's CPU time per
+// transaction (etcd's and its client's).
+func etcdRate(b *testing.B, d *daemon.Daemon, run string) (rate float64, cpu time.Duration) {
 	b.Helper()
 	ctx := context.Background()
 	cli, err := store.Dial(ctx, []string{d.EtcdEndpoint()})
@@ -97,19 +99,29 @@ func etcdRate(b *testing.B, d *daemon.Daemon, run string) float64 {
 		b.Fatal(err)
 	}
 	defer cli.Close()
-	rate, err := EtcdCreateRate(ctx, cli, etcdBaselinePrefix+run+"/", DefaultEtcdCreates)
+	cpu0 := processCPU(b)
+	rate, err = EtcdCreateRate(ctx, cli, etcdBaselinePrefix+run+"/", DefaultEtcdCreates)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return rate
+	n := DefaultEtcdCreates.Clients * DefaultEtcdCreates.PerClient
+	return rate, (processCPU(b) - cpu0) / time.Duration(n)
 }
 
 // reportEtcdRatio reports etcd's own create rate measured in this run
-// (etcd-txn/s) and rate as a ratio of it.
-func reportEtcdRatio(b *testing.B, rate, etcd float64) {
+// (etcd-txn/s) and rate as a ratio of it (ratio); and, when cpu (the
+// CPU time of one write) and etcdCPU (of one of etcd's create
+// transactions) are set, etcd's CPU per transaction (etcd-cpu-us/txn)
+// and etcdCPU as a ratio of cpu (cpu-ratio), which a machine shared with
+// other work moves less than the rates.
+func reportEtcdRatio(b *testing.B, rate, etcd float64, cpu, etcdCPU time.Duration) {
 	b.Helper()
 	b.ReportMetric(etcd, "etcd-txn/s")
 	b.ReportMetric(rate/etcd, "ratio")
+	if cpu > 0 && etcdCPU > 0 {
+		b.ReportMetric(float64(etcdCPU.Nanoseconds())/1e3, "etcd-cpu-us/txn")
+		b.ReportMetric(float64(etcdCPU)/float64(cpu), "cpu-ratio")
+	}
 }
 
 // processCPU is the CPU time (user and system) this process has used so
