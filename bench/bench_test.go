@@ -89,19 +89,28 @@ func percentile(sorted []time.Duration, p float64) float64 {
 }
 
 // BenchmarkCreateThroughput: creates per second over HTTP with 32
-// concurrent clients on the embedded store.
+// concurrent clients on the embedded store, and their ratio to etcd's own
+// rate of create transactions measured on the same etcd just before
+// (EtcdCreateRate), and the process's CPU time per create (server and
+// clients).
 func BenchmarkCreateThroughput(b *testing.B) {
-	_, c := startServer(b)
+	d, c := startServer(b)
 	const clients, perClient = 32, 500
 	ctx := context.Background()
-	var rate float64
+	var rate, etcd float64
+	var cpu, etcdCPU time.Duration
 	for iter := 0; iter < b.N; iter++ {
+		etcd, etcdCPU = etcdRate(b, d, fmt.Sprintf("create%d", iter))
+		cpu0 := processCPU(b)
 		rate = concurrently(b, clients, perClient, func(w, i int) error {
 			_, err := c.Create(ctx, testkit.Secret("default", fmt.Sprintf("t%d-c%d-%d", iter, w, i), nil, value()))
 			return err
 		})
+		cpu = (processCPU(b) - cpu0) / (clients * perClient)
 	}
 	b.ReportMetric(rate, "creates/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/1e3, "cpu-us/create")
+	reportEtcdRatio(b, rate, etcd, cpu, etcdCPU)
 }
 
 // paced issues op at a steady rate for a duration (open loop: one goroutine

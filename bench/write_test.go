@@ -60,13 +60,19 @@ func concurrently(b *testing.B, n, perWriter int, op func(w, i int) error) float
 }
 
 // BenchmarkUpdateThroughput: conditional PUTs per second (each carries the
-// resourceVersion it read last) by 32 HTTP clients, each on its own object.
+// resourceVersion it read last) by 32 HTTP clients, each on its own object,
+// and their ratio to etcd's own rate of create transactions measured on the
+// same etcd just before (EtcdCreateRate), and the process's CPU time per
+// update (server and clients).
 func BenchmarkUpdateThroughput(b *testing.B) {
-	_, c := startServer(b)
+	d, c := startServer(b)
 	ctx := context.Background()
 	objs := seedOwn(b, c, "u")
-	var rate float64
+	var rate, etcd float64
+	var cpu, etcdCPU time.Duration
 	for iter := 0; iter < b.N; iter++ {
+		etcd, etcdCPU = etcdRate(b, d, fmt.Sprintf("update%d", iter))
+		cpu0 := processCPU(b)
 		rate = concurrently(b, writers, writesPerWriter, func(w, i int) error {
 			o := objs[w].DeepCopy()
 			o.Labels = map[string]string{"i": fmt.Sprint(i)}
@@ -76,8 +82,11 @@ func BenchmarkUpdateThroughput(b *testing.B) {
 			}
 			return err
 		})
+		cpu = (processCPU(b) - cpu0) / (writers * writesPerWriter)
 	}
 	b.ReportMetric(rate, "updates/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/1e3, "cpu-us/update")
+	reportEtcdRatio(b, rate, etcd, cpu, etcdCPU)
 }
 
 // BenchmarkPatchThroughput: merge PATCHes without a resourceVersion per

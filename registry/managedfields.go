@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,6 +44,10 @@ type schemas struct {
 
 	mu  sync.Mutex
 	fms map[fmKey]*managedfields.FieldManager
+
+	// creates remembers the managed fields of creates by shape
+	// (createfields.go).
+	creates createShapes
 }
 
 // fmKey names a field manager: one per kind and subresource.
@@ -108,11 +113,35 @@ func subresourceOf(op Operation) string {
 // recordUpdate records in obj's managed fields that manager (the
 // request's field manager; the caller's name when it named none) wrote
 // obj over old (nil for a create). Managed fields obj carries replace
-// old's, as Kubernetes allows (an empty entry resets them).
+// old's, as Kubernetes allows (an empty entry resets them). A create of a
+// shape seen before copies what the field manager recorded for it
+// (createfields.go).
 func (r *Registry) recordUpdate(k *Kind, op Operation, old, obj *api.Object, manager, caller string) (*api.Object, error) {
 	if manager == "" {
 		manager = caller
 	}
+	if old != nil || op != OpCreate {
+		return r.fieldManagerUpdate(k, op, old, obj, manager)
+	}
+	shape, ok := createShape(obj)
+	if !ok {
+		return r.fieldManagerUpdate(k, op, nil, obj, manager)
+	}
+	if e, ok := r.schemas.creates.lookup(k.Kind, shape); ok {
+		if out, ok := createdBy(obj, e, manager, time.Now()); ok {
+			return out, nil
+		}
+	}
+	out, err := r.fieldManagerUpdate(k, op, nil, obj, manager)
+	if err == nil {
+		r.schemas.creates.remember(k.Kind, shape, out)
+	}
+	return out, err
+}
+
+// fieldManagerUpdate is recordUpdate through the field manager itself,
+// manager named.
+func (r *Registry) fieldManagerUpdate(k *Kind, op Operation, old, obj *api.Object, manager string) (*api.Object, error) {
 	fm, err := r.fieldManager(k, subresourceOf(op))
 	if err != nil {
 		return nil, err
