@@ -94,7 +94,9 @@ func TestSoak(t *testing.T) {
 
 	// The last restart, once the work has stopped; then everything must
 	// converge.
+	inFlight := unfinished(c)
 	final := s.restart(t, c, began)
+	final.inFlight = len(inFlight)
 	settle := time.Now()
 	problems := awaitSoakConverged(t, c, 10*time.Minute)
 	final.converge = time.Since(settle)

@@ -112,7 +112,7 @@ func newSoakWork(t *testing.T, c client.Interface, led *ledger, startLog string)
 	w := &soakWork{t: t, c: c, led: led, startLog: startLog}
 	ctx := context.Background()
 	for _, ns := range soakNamespaces {
-		project := &api.Project{ObjectMeta: api.ObjectMeta{Name: "work", Namespace: ns},
+		project := &api.Project{TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindProject}, ObjectMeta: api.ObjectMeta{Name: "work", Namespace: ns},
 			Spec: api.ProjectSpec{Secrets: []string{"creds"}, MaxConcurrentWorkers: 3, MaxConcurrentJobs: 4,
 				WorkerTemplate: api.WorkerSpec{Command: []string{"sh", "-c", w.workerScript()}, Timeout: &api.Duration{Duration: 5 * time.Minute}}}}
 		po, err := api.FromResource(project)
@@ -121,9 +121,11 @@ func newSoakWork(t *testing.T, c client.Interface, led *ledger, startLog string)
 		}
 		for _, o := range []*api.Object{testkit.Object(api.KindNamespace, "", ns),
 			testkit.Secret(ns, "creds", map[string]string{"password": "soak"}), po} {
-			if !w.create(ctx, o) {
-				t.Fatalf("setup: cannot create %s %s", o.Kind, o.Name)
+			out, err := w.c.Create(ctx, o)
+			if err != nil {
+				t.Fatalf("setup: %v", err)
 			}
+			led.record(ack{op: "create", key: objectKey{out.Kind, out.Namespace, out.Name, out.UID}, rv: out.ResourceVersion})
 		}
 	}
 	return w
