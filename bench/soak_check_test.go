@@ -211,7 +211,7 @@ func phaseProblem(o *api.Object, k objectKey) []string {
 			return []string{fmt.Sprintf("not converged: %s worker is %s (%s), jobs %s", k, w.Phase, w.Reason, ev.Status.JobPhases)}
 		}
 	case api.KindCleaner:
-		return []string{fmt.Sprintf("not converged: %s is still there (phase %s)", k, o.Lookup("status.phase"))}
+		return []string{fmt.Sprintf("not converged: %s is still there (phase %v)", k, o.Lookup("status.phase"))}
 	}
 	return nil
 }
