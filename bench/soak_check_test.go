@@ -248,6 +248,8 @@ type soakReport struct {
 	starts   map[string]int
 	units    int
 	objects  map[string]int // kind → objects at the end
+	refused  []string       // restarts the server refused at first
+	warnings map[string]int // WARN and ERROR lines of the server logs, by message
 	problems []string
 }
 
@@ -362,6 +364,10 @@ func (r *soakReport) summary() []string {
 		out = append(out, fmt.Sprintf("restart %d at %s: down %s, %d in flight converged %s after (timed out: %v)",
 			i+1, f.at.Round(time.Second), f.down.Round(time.Millisecond), f.inFlight, f.converge.Round(time.Millisecond), f.timedOut))
 	}
+	for _, s := range r.refused {
+		out = append(out, "start refused: "+s)
+	}
+	out = append(out, fmt.Sprintf("server log warnings and errors by message: %v", r.warnings))
 	out = append(out, fmt.Sprintf("invariants: %d problems", len(r.problems)))
 	return out
 }

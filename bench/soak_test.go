@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -109,6 +108,8 @@ func TestSoak(t *testing.T) {
 	r.problems = append(problems, r.problems...)
 	r.restarts = restarts
 	r.elapsed = time.Since(began)
+	r.refused = s.refused
+	r.warnings = logWarnings(s.dir)
 	for _, line := range r.summary() {
 		t.Log(line)
 	}
@@ -122,14 +123,17 @@ func TestSoak(t *testing.T) {
 type soakServer struct {
 	bin, addr, dataDir, runtimeDir string
 	startLog                       string // units append a line here when they start
-	proc                           *clitest.Proc
+	dir                            string // the server logs
+	proc                           *soakProc
+	n                              int      // incarnations started
+	refused                        []string // starts refused, with who held the data dir's lock
 }
 
 // newSoakServer builds the binary and chooses the port and directories.
 func newSoakServer(t *testing.T) *soakServer {
 	t.Helper()
 	dir := t.TempDir()
-	s := &soakServer{bin: clitest.BuildCairn(t), addr: freeAddr(t), dataDir: filepath.Join(dir, "data"),
+	s := &soakServer{bin: clitest.BuildCairn(t), addr: freeAddr(t), dataDir: filepath.Join(dir, "data"), dir: dir,
 		runtimeDir: filepath.Join(dir, "runtime")}
 	// The units run as users of their own when the test runs as root:
 	// their start log is writable by anyone.
@@ -160,14 +164,31 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// start runs the server and blocks until it serves (clitest.Start: at most
-// 60 s, else the test fails).
+// start runs the server and blocks until it serves. A start refused (the
+// process exits before it is ready) is recorded with the processes that
+// hold the data dir's lock at that moment, and tried again, for at most
+// 30 s; then the test fails.
 func (s *soakServer) start(t *testing.T) {
 	t.Helper()
 	args := append([]string{"server", "--listen", s.addr, "--data-dir", s.dataDir, "--write-config=false",
 		"--event-grace-period", "5s", "--event-max-workers", "6", "--event-max-jobs", "8"},
 		clitest.RuntimeFlags(t, s.runtimeDir)...)
-	s.proc = clitest.Start(t, exec.Command(s.bin, args...))
+	t0 := time.Now()
+	for {
+		s.n++
+		p, err := startProc(t, s.bin, s.dir, s.n, args)
+		if err == nil {
+			s.proc = p
+			return
+		}
+		holders := lockHolders(filepath.Join(s.dataDir, "etcd.lock"))
+		s.refused = append(s.refused, fmt.Sprintf("%s after the kill: %v; holding the lock: %q", time.Since(t0).Round(time.Millisecond), err, holders))
+		t.Logf("start refused: %s", s.refused[len(s.refused)-1])
+		if time.Since(t0) > 30*time.Second {
+			t.Fatalf("the server does not start again: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // client is an admin client of the server, from the token and CA it wrote
@@ -235,7 +256,7 @@ func (s *soakServer) killLoop(ctx context.Context, t *testing.T, c client.Interf
 func (s *soakServer) restart(t *testing.T, c client.Interface, since time.Time) restartFigures {
 	t.Helper()
 	t0 := time.Now()
-	s.proc.Kill(t)
+	s.proc.kill(t)
 	s.start(t)
 	return restartFigures{at: t0.Sub(since), down: time.Since(t0)}
 }

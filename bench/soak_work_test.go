@@ -133,7 +133,8 @@ func newSoakWork(t *testing.T, c client.Interface, led *ledger, startLog string)
 
 // workerScript is the workers' command: it records its start, creates
 // jobs a and b (each records its start and sleeps 2 s), retrying while the
-// server is away (409: created already), and waits for both.
+// server is away (409: created already), and waits for both (at most some
+// 600 tries in all).
 func (w *soakWork) workerScript() string {
 	job := `{"name":"'$job'","spec":{"command":["sh","-c","echo job $CAIRN_NAMESPACE/$CAIRN_EVENT/$CAIRN_JOB >> ` + w.startLog + `; sleep 2"]}}`
 	return `set -u
@@ -141,20 +142,22 @@ echo "worker $CAIRN_NAMESPACE/$CAIRN_EVENT" >> ` + w.startLog + `
 if [ -n "${CAIRN_CA_FILE:-}" ]; then export CURL_CA_BUNDLE="$CAIRN_CA_FILE"; fi
 api="$CAIRN_SERVER/apis/cairn.dev/v1alpha1/namespaces/$CAIRN_NAMESPACE/events/$CAIRN_EVENT"
 auth="Authorization: Bearer $CAIRN_TOKEN"
+tries=0 # bounded: a worker whose server is gone for good gives up after some 10 minutes
 for job in a b; do
-  while :; do
+  while [ $((tries += 1)) -lt 600 ]; do
     code=$(curl -sS -o /dev/null -w '%{http_code}' -H "$auth" -H 'Content-Type: application/json' -d '` + job + `' "$api/jobs")
     case "$code" in 201|409) break ;; esac
     sleep 1
   done
 done
-while :; do
+while [ $((tries += 1)) -lt 600 ]; do
   event=$(curl -fsS -H "$auth" "$api") || { sleep 1; continue; }
   case "$event" in *'"phase":"FAILED"'*) echo "a job failed"; exit 1 ;; esac
   n=$(printf '%s' "$event" | grep -o '"phase":"SUCCEEDED"' | wc -l)
   if [ "$n" -ge 2 ]; then exit 0; fi
   sleep 1
 done
+exit 2
 `
 }
 
