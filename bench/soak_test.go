@@ -146,10 +146,11 @@ func newSoakServer(t *testing.T) *soakServer {
 	if err := os.WriteFile(s.startLog, nil, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{shared, s.startLog} {
-		if err := os.Chmod(p, map[bool]os.FileMode{true: 0o777, false: 0o666}[p == shared]); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.Chmod(shared, 0o777); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	if err := os.Chmod(s.startLog, 0o666); err != nil {
+		t.Fatal(err)
 	}
 	return s
 }
