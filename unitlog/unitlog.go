@@ -148,8 +148,12 @@ func ReadTail(r io.Reader, max int) ([]byte, error) {
 	}
 }
 
-// create writes the Secret of unit id's tail.
+// create writes the Secret of unit id's tail. An empty tail is kept as
+// "" (a nil one would be written as null, which a Secret's data refuses).
 func (k *Keeper) create(ctx context.Context, ns string, owner api.OwnerReference, id string, tail []byte, cut bool) error {
+	if tail == nil {
+		tail = []byte{}
+	}
 	sec := &api.Secret{
 		TypeMeta: api.TypeMeta{APIVersion: api.APIVersion, Kind: api.KindSecret},
 		ObjectMeta: api.ObjectMeta{Name: api.UnitLogSecretName(id), Namespace: ns,

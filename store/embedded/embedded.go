@@ -29,6 +29,15 @@ const SocketName = "etcd.sock"
 // lockName is the name of the file whose lock marks the data dir in use.
 const lockName = "etcd.lock"
 
+// lockWait is how long Start waits for the data dir's lock before it
+// reports the dir in use: a server killed while it was starting a
+// process leaves that half-started child holding the lock (a copy of
+// the server's descriptor, until the child's exec closes it) for a
+// moment after the server is gone, so that a restart right away found
+// the dir "in use" though no server ran (seen in the soak, bench/soak*).
+// A live server holds the lock for good and is still refused.
+const lockWait = 3 * time.Second
+
 // peerURL is the peer URL the single member advertises. Nothing listens
 // there (port 0 cannot be dialed): a single node never talks to a peer,
 // and the URL only names the member in its cluster. Data dirs written
@@ -92,7 +101,7 @@ func Start(dir string, opts Options) (*Etcd, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded: data dir: %w", err)
 	}
-	lock, err := lockDir(abs)
+	lock, err := lockDir(abs, lockWait)
 	if err != nil {
 		return nil, err
 	}
@@ -110,21 +119,30 @@ func Start(dir string, opts Options) (*Etcd, error) {
 // lockDir takes an exclusive lock on dir's lock file, held until the file
 // is closed (or the process dies). etcd replaces any file at the socket's
 // path before it locks its own data, so without this lock a second server
-// started on the same dir would take the socket away from the first.
-func lockDir(dir string) (*os.File, error) {
+// started on the same dir would take the socket away from the first. It
+// blocks while another holds the lock, at most wait (see lockWait).
+// Errors: ErrDataDirInUse when the lock is still held after wait.
+func lockDir(dir string, wait time.Duration) (*os.File, error) {
 	path := filepath.Join(dir, lockName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: lock the data dir: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+	deadline := time.Now().Add(wait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return f, nil
+		case !errors.Is(err, syscall.EWOULDBLOCK):
+			f.Close()
+			return nil, fmt.Errorf("embedded: lock the data dir: %w", err)
+		case time.Now().After(deadline):
+			f.Close()
 			return nil, fmt.Errorf("%w: another process holds the lock on %s", ErrDataDirInUse, path)
 		}
-		return nil, fmt.Errorf("embedded: lock the data dir: %w", err)
+		time.Sleep(50 * time.Millisecond)
 	}
-	return f, nil
 }
 
 func startEtcd(dir, sock string, opts Options) (*embed.Etcd, error) {
