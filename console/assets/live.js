@@ -58,25 +58,25 @@ export const sleep = (ms, signal) => new Promise(r => {
   signal.addEventListener('abort', () => { clearTimeout(t); r(); }, { once: true });
 });
 
-export class LiveList {
+// LiveSource is what LiveList and LiveCount share: the collection they
+// follow, their connection state, their listeners (called at most once
+// per frame) and their place among the running sources.
+export class LiveSource {
   // plural and ns name the collection ("" or "*" for all namespaces);
-  // opts: labelSelector, fieldSelector (both applied by the server).
+  // opts: labelSelector, fieldSelector (applied by the server).
   constructor(pl, ns, opts = {}) {
     this.plural = pl;
     this.ns = ns;
     this.opts = opts;
-    this.items = new Map();
-    this.tombs = new Map(); // key → rv of deletions seen before their page
     this.rv = '';
     this.state = 'loading'; // loading | live | reconnecting | failed
     this.error = null;
-    this.complete = false; // every page read
     this.listeners = new Set();
     this.ctl = new AbortController();
     this.scheduled = false;
   }
 
-  // subscribe calls f(list) after changes (at most once per frame).
+  // subscribe calls f(this) after changes (at most once per frame).
   subscribe(f) { this.listeners.add(f); return () => this.listeners.delete(f); }
 
   changed() {
@@ -95,11 +95,20 @@ export class LiveList {
     this.changed();
   }
 
-  // start begins listing and watching; it returns at once.
+  // start begins following the collection; it returns at once.
   start() { running.add(this); this.run(); return this; }
 
-  // stop ends the watch and every request of the list.
+  // stop ends the watch and every request.
   stop() { this.ctl.abort(); running.delete(this); connectionChanged(); }
+}
+
+export class LiveList extends LiveSource {
+  constructor(pl, ns, opts = {}) {
+    super(pl, ns, opts);
+    this.items = new Map();
+    this.tombs = new Map(); // key → rv of deletions seen before their page
+    this.complete = false; // every page read
+  }
 
   // apply records o as of a page (fromPage) or a watch event.
   put(o, fromPage) {

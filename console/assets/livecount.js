@@ -8,56 +8,24 @@
 // resourceVersion seen; only a 410 Gone counts everything again.
 import * as api from './api.js';
 import { PhaseCounts } from './counts.js';
-import { running, connectionChanged, afterWatch, nextBackoff, sleep } from './live.js';
+import { LiveSource, afterWatch, nextBackoff, sleep } from './live.js';
 
 const recountDelay = 300;
 
-export class LiveCount {
+export class LiveCount extends LiveSource {
   // plural and ns name the collection ("" for all namespaces); opts:
   // labelSelector (applied by the server).
   constructor(pl, ns, opts = {}) {
-    this.plural = pl;
-    this.ns = ns;
-    this.opts = opts;
+    super(pl, ns, opts);
     this.counts = new PhaseCounts(api.kindOf(pl));
-    this.rv = '';
-    this.state = 'loading'; // loading | live | reconnecting | failed
-    this.error = null;
-    this.listeners = new Set();
-    this.ctl = new AbortController();
-    this.scheduled = false;
     this.recount = null; // the timer of an asked recount
     this.asked = 0; // counts asked of the server
   }
 
-  // subscribe calls f(this) after changes (at most once per frame).
-  subscribe(f) { this.listeners.add(f); return () => this.listeners.delete(f); }
-
-  changed() {
-    if (this.scheduled) return;
-    this.scheduled = true;
-    requestAnimationFrame(() => {
-      this.scheduled = false;
-      for (const f of this.listeners) f(this);
-    });
-  }
-
-  setState(s, err) {
-    this.state = s;
-    this.error = err || null;
-    connectionChanged();
-    this.changed();
-  }
-
-  // start begins counting and watching; it returns at once.
-  start() { running.add(this); this.run(); return this; }
-
-  // stop ends the watch and every request.
+  // stop ends the watch, every request and an asked recount.
   stop() {
-    this.ctl.abort();
     clearTimeout(this.recount);
-    running.delete(this);
-    connectionChanged();
+    super.stop();
   }
 
   async count(signal) {
