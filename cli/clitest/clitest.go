@@ -3,38 +3,21 @@
 package clitest
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"cairn.dev/cairn/cli/root"
 	"cairn.dev/cairn/client"
+	"cairn.dev/cairn/internal/testkit"
 )
 
-// Buffer is a bytes.Buffer safe for a command writing while a test reads.
-type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-// Write appends p.
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-// String returns everything written so far.
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+// Buffer is a bytes.Buffer safe for a command writing while a test
+// reads (testkit.Buffer).
+type Buffer = testkit.Buffer
 
 // Result is the outcome of one command run.
 type Result struct {
